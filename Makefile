@@ -1,0 +1,41 @@
+# topocoll: `make demo` and `make test` are the whole set-up on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.topocoll
+RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml
+
+.PHONY: all build demo test test-rust bench clean
+
+all: build
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP)-deps: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.26" mpich "mpi4py>=4" \
+	    "pytest>=8" pytest-timeout "hypothesis>=6" pillow
+	touch $@
+
+$(STAMP)-build: $(STAMP)-deps $(RUST_SOURCES)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
+	    $(VENV)/bin/maturin develop --release -q
+	touch $@
+
+build: $(STAMP)-build
+
+demo: build
+	$(VENV)/bin/topocoll demo
+
+test: build test-rust
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest
+
+test-rust:
+	cargo test --release -q --lib --no-default-features
+
+bench: build
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) benchmarks/run.py --out BENCHMARKS.md
+
+clean:
+	rm -rf $(VENV) target
