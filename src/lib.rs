@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod bindings;
+pub mod kernels;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -3,7 +3,10 @@
 
 use pyo3::prelude::*;
 
+mod kernels;
+
 pub fn register_all(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    kernels::register(m)?;
     let _ = m;
     Ok(())
 }

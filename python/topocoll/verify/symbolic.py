@@ -1,0 +1,160 @@
+"""Symbolic verification: replay a schedule on contributions, not numbers.
+
+Every block value is ``(origin_block, seq)``: the block it came from and the
+sequence of half-open rank intervals whose inputs it reduces, left to right.
+For a commutative operator only the multiset of ranks matters; for a
+non-commutative one the sequence must be exactly the depth (rank) order; for
+an idempotent one (max, min, and, or) a rank may appear more than once.
+At the end every output block is compared with the collective's definition
+(:mod:`topocoll.schedules.collectives`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError, VerificationError
+from ..schedules.collectives import expected_contributions
+from ..schedules.ir import Schedule
+from .replay import replay
+
+# name -> (commutative, idempotent)
+OPERATORS = {
+    "sum": (True, False), "prod": (True, False), "xor": (True, False),
+    "max": (True, True), "min": (True, True), "band": (True, True), "bor": (True, True),
+    "noncommutative": (False, False), "over": (False, False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    block: int
+    seq: tuple[tuple[int, int], ...]
+
+    def __str__(self) -> str:
+        return format_seq(self.seq)
+
+
+def format_seq(seq) -> str:
+    parts = []
+    for lo, hi in seq:
+        parts.append(f"x{lo}" if hi == lo + 1 else f"x{lo}..x{hi - 1}")
+    return "∘".join(parts) if parts else "∅"
+
+
+def _concat(left, right):
+    if left and right and left[-1][1] == right[0][0]:
+        return left[:-1] + ((left[-1][0], right[0][1]),) + right[1:]
+    return left + right
+
+
+def _normalise(seq):
+    """Sort and merge touching intervals; overlaps (double counts) stay visible."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(seq):
+        if out and out[-1][1] == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def _union(seq):
+    out: list[list[int]] = []
+    for lo, hi in sorted(seq):
+        if out and out[-1][1] >= lo:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+class SymbolicAlgebra:
+    def __init__(self, commutative: bool, idempotent: bool):
+        self.commutative = commutative
+        self.idempotent = idempotent
+
+    def initial(self, rank, block):
+        return Sym(block, ((rank, rank + 1),))
+
+    def combine(self, left, right, where):
+        if left.block != right.block:
+            raise VerificationError(
+                f"{where}: reduces data of block {left.block} with data of block {right.block}")
+        if self.idempotent:
+            return Sym(left.block, _union(left.seq + right.seq))
+        if self.commutative:
+            return Sym(left.block, _normalise(left.seq + right.seq))
+        return Sym(left.block, _concat(left.seq, right.seq))
+
+    def check(self, value, expected) -> str | None:
+        """None if ``value`` satisfies the contribution ``expected``, else why not."""
+        exp_block, exp_seq = expected
+        want = format_seq(exp_seq)
+        if value.block != exp_block:
+            return f"holds data of block {value.block}, expected block {exp_block} ({want})"
+        if value.seq == exp_seq or (self.idempotent and _union(value.seq) == _union(exp_seq)):
+            return None
+        got_ranks = _expand(value.seq)
+        want_ranks = _expand(exp_seq)
+        missing = sorted(set(want_ranks) - set(got_ranks))
+        extra = sorted(set(got_ranks) - set(want_ranks))
+        if missing:
+            return f"misses {_ranks(missing)}: found {value}, expected {want}"
+        if extra:
+            return f"holds foreign {_ranks(extra)}: found {value}, expected {want}"
+        twice = sorted({r for r in got_ranks if got_ranks.count(r) > 1}) if len(got_ranks) < 5000 else []
+        if twice and not self.idempotent:
+            return f"counts {_ranks(twice)} twice: found {value}, expected {want} once each"
+        if self.commutative:
+            return None
+        return f"wrong order for a non-commutative operator: found {value}, expected {want}"
+
+
+def _expand(seq):
+    out = []
+    for lo, hi in seq:
+        out.extend(range(lo, hi))
+    return out
+
+
+def _ranks(ranks) -> str:
+    shown = ", ".join(f"x{r}" for r in ranks[:8])
+    return ("contribution " if len(ranks) == 1 else "contributions ") + shown + (" ..." if len(ranks) > 8 else "")
+
+
+def operator_properties(op: str | None, schedule: Schedule) -> tuple[str, bool, bool]:
+    """Resolve ``op`` (default: the strictest operator the schedule supports)."""
+    if op is None:
+        if schedule.needs.idempotent:
+            op = "max"
+        elif schedule.needs.commutative:
+            op = "sum"
+        else:
+            op = "noncommutative"
+    if op not in OPERATORS:
+        raise SpecError(f"operator {op!r}, expected one of {', '.join(OPERATORS)}")
+    return (op, *OPERATORS[op])
+
+
+def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None) -> str:
+    """Prove ``schedule`` computes its collective for operator ``op``.
+
+    Returns the operator name it was verified for; raises
+    :class:`VerificationError` naming rank, buffer block and expected versus
+    found contributions otherwise.
+    """
+    op, commutative, idempotent = operator_properties(op, schedule)
+    algebra = SymbolicAlgebra(commutative, idempotent)
+    values = replay(schedule, algebra, on_round_end=on_round_end)
+    for rank in range(schedule.p):
+        for block, expected in expected_contributions(schedule, rank).items():
+            value = values[rank].get(("data", block))
+            if value is None:
+                raise VerificationError(
+                    f"{schedule.label()} with op={op}: rank {rank} data[{block}] never written, "
+                    f"expected {format_seq(expected[1])}")
+            why = algebra.check(value, expected)
+            if why:
+                raise VerificationError(f"{schedule.label()} with op={op}: rank {rank} data[{block}] {why}")
+    return op
