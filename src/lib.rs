@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 mod bindings;
 pub mod kernels;
+pub mod routing;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -22,7 +22,11 @@ fn shape_str(shape: &[usize]) -> String {
         [one] => format!("({one},)"),
         _ => format!(
             "({})",
-            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -54,7 +58,8 @@ fn readonly<'a>(
     a: &'a PyReadonlyArrayDyn<'_, f32>,
 ) -> PyResult<&'a [f32]> {
     pixel_shape(function, name, a.shape(), a.is_c_contiguous())?;
-    a.as_slice().map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+    a.as_slice()
+        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
 }
 
 fn readwrite<'a>(
@@ -63,7 +68,8 @@ fn readwrite<'a>(
     a: &'a mut PyReadwriteArrayDyn<'_, f32>,
 ) -> PyResult<&'a mut [f32]> {
     pixel_shape(function, name, a.shape(), a.is_c_contiguous())?;
-    a.as_slice_mut().map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+    a.as_slice_mut()
+        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
 }
 
 fn same_shape(function: &str, name: &str, shape: &[usize], like: &[usize]) -> PyResult<()> {
@@ -87,7 +93,8 @@ fn runs_slice<'a>(
             "{function}: {name} is not C-contiguous, expected a contiguous uint32 array"
         )));
     }
-    a.as_slice().map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+    a.as_slice()
+        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
 }
 
 /// out = front over back (premultiplied RGBA float32, same shapes).
@@ -106,7 +113,8 @@ fn kernels_over(
     let f = readonly(F, "front", &front)?;
     let b = readonly(F, "back", &back)?;
     let o = readwrite(F, "out", &mut out)?;
-    py.allow_threads(|| over::par_over(f, b, o, threads)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| over::par_over(f, b, o, threads))
+        .map_err(|e| value_error(F, e))
 }
 
 /// back = front over back, in place.
@@ -122,7 +130,8 @@ fn kernels_over_into_back(
     same_shape(F, "back", back.shape(), front.shape())?;
     let f = readonly(F, "front", &front)?;
     let b = readwrite(F, "back", &mut back)?;
-    py.allow_threads(|| over::par_over_into_back(f, b, threads)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| over::par_over_into_back(f, b, threads))
+        .map_err(|e| value_error(F, e))
 }
 
 /// front = front over back, in place.
@@ -138,7 +147,8 @@ fn kernels_over_into_front(
     same_shape(F, "back", back.shape(), front.shape())?;
     let b = readonly(F, "back", &back)?;
     let f = readwrite(F, "front", &mut front)?;
-    py.allow_threads(|| over::par_over_into_front(f, b, threads)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| over::par_over_into_front(f, b, threads))
+        .map_err(|e| value_error(F, e))
 }
 
 type EncodedArrays<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>);
@@ -155,7 +165,9 @@ fn kernels_active_encode<'py>(
 ) -> PyResult<EncodedArrays<'py>> {
     const F: &str = "encode_active";
     let p = readonly(F, "pixels", &pixels)?;
-    let e = py.allow_threads(|| active::encode(p)).map_err(|e| value_error(F, e))?;
+    let e = py
+        .allow_threads(|| active::encode(p))
+        .map_err(|e| value_error(F, e))?;
     Ok(to_arrays(py, e))
 }
 
@@ -171,7 +183,8 @@ fn kernels_active_decode(
     let r = runs_slice(F, "runs", &runs)?;
     let p = readonly(F, "pixels", &pixels)?;
     let o = readwrite(F, "out", &mut out)?;
-    py.allow_threads(|| active::decode(r, p, o)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| active::decode(r, p, o))
+        .map_err(|e| value_error(F, e))
 }
 
 /// front over back with both encoded; returns the encoded result.
@@ -207,7 +220,8 @@ fn kernels_active_over_into_back(
     let fr = runs_slice(F, "front runs", &front_runs)?;
     let fp = readonly(F, "front pixels", &front_pixels)?;
     let b = readwrite(F, "back", &mut back)?;
-    py.allow_threads(|| active::over_into_dense_back(fr, fp, b)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| active::over_into_dense_back(fr, fp, b))
+        .map_err(|e| value_error(F, e))
 }
 
 /// front = front over back with front dense, back encoded (in place).
@@ -222,7 +236,8 @@ fn kernels_active_over_into_front(
     let br = runs_slice(F, "back runs", &back_runs)?;
     let bp = readonly(F, "back pixels", &back_pixels)?;
     let f = readwrite(F, "front", &mut front)?;
-    py.allow_threads(|| active::over_into_dense_front(f, br, bp)).map_err(|e| value_error(F, e))
+    py.allow_threads(|| active::over_into_dense_front(f, br, bp))
+        .map_err(|e| value_error(F, e))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -4,9 +4,11 @@
 use pyo3::prelude::*;
 
 mod kernels;
+mod routing;
 
 pub fn register_all(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kernels::register(m)?;
+    routing::register(m)?;
     let _ = m;
     Ok(())
 }

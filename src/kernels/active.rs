@@ -70,7 +70,8 @@ pub fn encode(pixels: &[f32]) -> Result<Encoded, KernelError> {
         }
         out.runs.push((active_start - skip_start) as u32);
         out.runs.push((i - active_start) as u32);
-        out.pixels.extend_from_slice(&pixels[active_start * CHANNELS..i * CHANNELS]);
+        out.pixels
+            .extend_from_slice(&pixels[active_start * CHANNELS..i * CHANNELS]);
     }
     Ok(out)
 }
@@ -159,7 +160,13 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(runs: &'a [u32], active: &'a [f32]) -> Self {
-        let mut c = Cursor { runs, active, at: 0, left: 0, src: 0 };
+        let mut c = Cursor {
+            runs,
+            active,
+            at: 0,
+            left: 0,
+            src: 0,
+        };
         c.left = runs.first().copied().unwrap_or(0) as usize;
         c.settle();
         c
@@ -286,7 +293,9 @@ mod tests {
         let mut state = seed | 1;
         let mut i = 0;
         while i < n {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let len = 1 + (state >> 59) as usize; // runs of 1..32 pixels
             let keep = (state >> 32) % 100 < active_percent;
             for p in i..(i + len).min(n) {
@@ -321,7 +330,13 @@ mod tests {
 
     #[test]
     fn sparse_over_equals_dense_over() {
-        for (n, pf, pb) in [(0, 10, 10), (1, 100, 0), (999, 10, 30), (5000, 50, 50), (300, 0, 100)] {
+        for (n, pf, pb) in [
+            (0, 10, 10),
+            (1, 100, 0),
+            (999, 10, 30),
+            (5000, 50, 50),
+            (300, 0, 100),
+        ] {
             let front = sparse_pixels(n, pf, 3 + n as u64);
             let back = sparse_pixels(n, pb, 5 + n as u64);
             let mut expected = vec![0.0; n * 4];
@@ -347,7 +362,10 @@ mod tests {
         let err = decode(&[1, 2], &[0.0; 8], &mut out[..4]).unwrap_err();
         assert_eq!(err.to_string(), "runs cover 3 pixels, expected 1");
         let err = decode(&[0, 2], &[0.0; 4], &mut out).unwrap_err();
-        assert_eq!(err.to_string(), "runs count 2 active pixels, expected 1 (the pixels given)");
+        assert_eq!(
+            err.to_string(),
+            "runs count 2 active pixels, expected 1 (the pixels given)"
+        );
         assert!(check(&[1], &[], 1).is_err());
         assert!(over(&[2, 0], &[], &[1, 0], &[], 2).is_err());
     }

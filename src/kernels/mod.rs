@@ -23,7 +23,11 @@ pub enum KernelError {
     /// A slice length is not a multiple of [`CHANNELS`].
     NotPixels { name: &'static str, len: usize },
     /// Two slices that must hold the same pixels differ in length.
-    LengthMismatch { name: &'static str, len: usize, expected: usize },
+    LengthMismatch {
+        name: &'static str,
+        len: usize,
+        expected: usize,
+    },
     /// A run-length encoding is inconsistent with its pixels.
     BadRuns(String),
 }
@@ -35,7 +39,11 @@ impl fmt::Display for KernelError {
                 f,
                 "{name} has {len} floats, expected a multiple of {CHANNELS} (RGBA pixels)"
             ),
-            KernelError::LengthMismatch { name, len, expected } => {
+            KernelError::LengthMismatch {
+                name,
+                len,
+                expected,
+            } => {
                 write!(f, "{name} has {len} floats, expected {expected}")
             }
             KernelError::BadRuns(message) => f.write_str(message),
@@ -47,7 +55,10 @@ impl std::error::Error for KernelError {}
 
 pub(crate) fn check_pixels(name: &'static str, pixels: &[f32]) -> Result<(), KernelError> {
     if pixels.len() % CHANNELS != 0 {
-        return Err(KernelError::NotPixels { name, len: pixels.len() });
+        return Err(KernelError::NotPixels {
+            name,
+            len: pixels.len(),
+        });
     }
     Ok(())
 }
@@ -59,7 +70,11 @@ pub(crate) fn check_same(
 ) -> Result<(), KernelError> {
     check_pixels(name, pixels)?;
     if pixels.len() != expected {
-        return Err(KernelError::LengthMismatch { name, len: pixels.len(), expected });
+        return Err(KernelError::LengthMismatch {
+            name,
+            len: pixels.len(),
+            expected,
+        });
     }
     Ok(())
 }

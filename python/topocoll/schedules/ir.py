@@ -192,6 +192,17 @@ class Schedule:
             self._ops = self.build_ops()
         return self._ops
 
+    @classmethod
+    def from_ops(cls, collective: str, ops: list[list[Op]], *, algorithm: str = "custom",
+                 count: int | None = None, itemsize: int = 8, nblocks: int = 1,
+                 needs: OperatorNeeds = OperatorNeeds(), root: int | None = None,
+                 result_blocks=None, input_blocks=None) -> "Schedule":
+        """Wrap hand-written per-rank op lists (one list per rank) as a schedule."""
+        count = nblocks if count is None else count
+        return cls(collective, algorithm, len(ops), count, itemsize, block_bounds(count, nblocks), {},
+                   needs, lambda: ops, None, root=root, result_blocks=result_blocks,
+                   input_blocks=input_blocks, _ops=ops)
+
     def with_ops(self, ops: list[list[Op]], algorithm: str | None = None) -> "Schedule":
         """A copy with other per-rank ops (mutants, hand-edited schedules);
         its array view is derived from them."""

@@ -2,5 +2,9 @@
 
 from .reference import execute, serial_reference
 from .symbolic import OPERATORS, verify
+from .testing import affine, affine_inputs, check_against_reference, integer_inputs
 
-__all__ = ["verify", "execute", "serial_reference", "OPERATORS"]
+__all__ = [
+    "verify", "execute", "serial_reference", "OPERATORS",
+    "affine", "affine_inputs", "integer_inputs", "check_against_reference",
+]

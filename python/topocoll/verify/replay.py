@@ -126,12 +126,15 @@ class _Memory:
 
 
 def replay(schedule: Schedule, algebra: Algebra,
-           on_round_end: Callable[[int, list[dict]], None] | None = None) -> list[dict[tuple[str, int], Any]]:
+           on_round_end: Callable[[int, list[dict]], None] | None = None,
+           on_transfer: Callable[[int, int, Any, list], None] | None = None,
+           ) -> list[dict[tuple[str, int], Any]]:
     """Run ``schedule`` on ``algebra``'s values; return each rank's buffers.
 
     ``on_round_end(round, memories)`` is called after the last event of each
     round (events run round-major), e.g. to print which partial results each
-    rank holds. Raises :class:`VerificationError` on any defect.
+    rank holds; ``on_transfer(src, dst, send_op, payload)`` for every message.
+    Raises :class:`VerificationError` on any defect.
     """
     ops, p = schedule.ops, schedule.p
     if len(ops) != p:
@@ -186,6 +189,8 @@ def replay(schedule: Schedule, algebra: Algebra,
             peer_rank, peer_idx = pairs[(rank, idx)]
             payload = [mem.read(idx, op, op.buf, b, ops[rank]) for b in op.blocks]
             rop = ops[peer_rank][peer_idx]
+            if on_transfer is not None:
+                on_transfer(rank, peer_rank, op, payload)
             pmem = memories[peer_rank]
             for b, value in zip(rop.into, payload):
                 pmem.write(peer_idx, rop, rop.buf, b, value, ops[peer_rank])
@@ -243,7 +248,7 @@ def _deadlock_message(ops, offsets, rep, succ, indeg, locate) -> str:
         seen[node] = len(path)
         path.append(node)
         node = pred[node][0]
-    cycle = path[seen[node]:][::-1]
+    cycle = path[seen[node]:]  # each waits for the next
     names = []
     for g in cycle[:6]:
         r, i = locate(g)

@@ -85,6 +85,13 @@ class SymbolicAlgebra:
             return Sym(left.block, _union(left.seq + right.seq))
         if self.commutative:
             return Sym(left.block, _normalise(left.seq + right.seq))
+        # Associativity alone can only ever merge neighbours in depth order:
+        # two pieces with a gap (or in the wrong order) can never become the
+        # in-order result, so reject at once and name them.
+        if left.seq and right.seq and left.seq[-1][1] != right.seq[0][0]:
+            raise VerificationError(
+                f"{where}: composites non-adjacent pieces {left} (front) and {right} (back) "
+                "of a non-commutative operator")
         return Sym(left.block, _concat(left.seq, right.seq))
 
     def check(self, value, expected) -> str | None:
@@ -137,7 +144,7 @@ def operator_properties(op: str | None, schedule: Schedule) -> tuple[str, bool, 
     return (op, *OPERATORS[op])
 
 
-def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None) -> str:
+def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_transfer=None) -> str:
     """Prove ``schedule`` computes its collective for operator ``op``.
 
     Returns the operator name it was verified for; raises
@@ -146,7 +153,7 @@ def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None) -> s
     """
     op, commutative, idempotent = operator_properties(op, schedule)
     algebra = SymbolicAlgebra(commutative, idempotent)
-    values = replay(schedule, algebra, on_round_end=on_round_end)
+    values = replay(schedule, algebra, on_round_end=on_round_end, on_transfer=on_transfer)
     for rank in range(schedule.p):
         for block, expected in expected_contributions(schedule, rank).items():
             value = values[rank].get(("data", block))

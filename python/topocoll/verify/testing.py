@@ -1,0 +1,54 @@
+"""Inputs and operators for checking schedules against serial references.
+
+``affine`` is an associative, non-commutative operator on NumPy structured
+elements: each element is an affine map ``x -> a·x + b (mod 2**31 - 1)`` and
+``affine(left, right)`` composes them, so any schedule that reorders
+contributions produces a different array, not just a different symbol.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MODULUS = 2**31 - 1
+AFFINE = np.dtype([("a", np.int64), ("b", np.int64)])
+
+
+def affine(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left ∘ right`` where ``(f ∘ g)(x) = f(g(x))``: associative, not commutative."""
+    out = np.empty_like(left)
+    out["a"] = (left["a"] * right["a"]) % MODULUS
+    out["b"] = (left["a"] * right["b"] + left["b"]) % MODULUS
+    return out
+
+
+def affine_inputs(p: int, count: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(p):
+        x = np.empty(count, dtype=AFFINE)
+        x["a"] = rng.integers(2, MODULUS, count)
+        x["b"] = rng.integers(0, MODULUS, count)
+        out.append(x)
+    return out
+
+
+def integer_inputs(p: int, count: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-1000, 1000, count, dtype=np.int64) for _ in range(p)]
+
+
+def check_against_reference(schedule, inputs, op) -> None:
+    """Execute ``schedule`` and assert every output block equals the serial
+    reduction the collective defines (raises AssertionError naming it)."""
+    from .reference import execute, serial_reference
+
+    outputs = execute(schedule, inputs, op)
+    expected = serial_reference(schedule, inputs, op)
+    bounds = schedule.bounds
+    for rank, blocks in enumerate(expected):
+        for position, want in blocks.items():
+            got = outputs[rank][bounds[position]:bounds[position + 1]]
+            if not np.array_equal(got, want):
+                raise AssertionError(
+                    f"{schedule.label()}: rank {rank} block {position} = {got[:4]}..., expected {want[:4]}...")
