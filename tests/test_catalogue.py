@@ -148,3 +148,22 @@ def test_verifier_rejects_every_mutant(case):
             with pytest.raises(VerificationError):
                 verify(sched.with_ops(ops, algorithm=f"{sched.algorithm}+{what}"))
     assert tried > 0, f"{case_id(case)}: no mutant tried"
+
+
+# ---- hypothesis: large P for the cheap (single-block) generators -----------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+SINGLE_BLOCK = [c for c in CASES if generate(c[0].collective, c[0].name, 4, **c[1]).nblocks == 1
+                if c[0].supports(4, c[1])]
+
+
+@pytest.mark.parametrize("case", SINGLE_BLOCK, ids=[case_id(c) for c in SINGLE_BLOCK])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=st.integers(min_value=131, max_value=4096))
+def test_large_p_verifies(case, p):
+    info, params = case
+    if not info.supports(p, params):
+        return
+    sched = generate(info.collective, info.name, p, **params)
+    verify(sched)
