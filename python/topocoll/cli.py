@@ -302,7 +302,7 @@ def _extension_parsers():
     import importlib
 
     for module, attr in (("topocoll.topology.cli", "add_topo_parser"),
-                         ("topocoll.imaging.cli", "add_composite_parser")):
+                         ("topocoll.composite", "add_composite_parser")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

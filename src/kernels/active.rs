@@ -2,7 +2,7 @@
 //! the over operator computed directly on the encoded form.
 //!
 //! This is the active-pixel optimisation the radix-k paper leaves to future
-//! work (Peterka et al., *Radix-k image compositing*, 2010, §1.2 and §5.2;
+//! work (Peterka et al., *Radix-k image compositing*, SC 2009, §1.2 and §5.2;
 //! `../shared/seeds/radix-k-compositing.txt`), in the form IceT uses: an image
 //! is a sequence of `(inactive, active)` run-length pairs, each followed by
 //! its active pixels. Here the pairs and the active pixels are kept in two

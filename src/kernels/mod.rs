@@ -7,7 +7,7 @@
 //!
 //! Pixels are stored as flat `f32` slices, four channels per pixel
 //! (R, G, B, A), 16 bytes per pixel as in Peterka et al., *Radix-k image
-//! compositing* (2010), §1.2 (`../shared/seeds/radix-k-compositing.txt`).
+//! compositing* (SC 2009), §1.2 (`../shared/seeds/radix-k-compositing.txt`).
 
 pub mod active;
 pub mod over;

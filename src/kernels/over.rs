@@ -8,7 +8,7 @@
 //! ```
 //!
 //! a component-wise linear combination that is associative but not
-//! commutative (Peterka et al., *Radix-k image compositing*, 2010, §1.2
+//! commutative (Peterka et al., *Radix-k image compositing*, SC 2009, §1.2
 //! postulate 2; `../shared/seeds/radix-k-compositing.txt`). Every result is
 //! computed as `t = 1 − front_A; out = front + t · back` with two separately
 //! rounded operations (no fused multiply-add), exactly as the NumPy reference

@@ -175,6 +175,7 @@ class Schedule:
     root: int | None = None
     result_blocks: Callable[[int], Sequence[int]] | None = None
     input_blocks: Callable[[int], Sequence[int]] | None = None
+    depth_order: tuple[int, ...] | None = None
     _ops: list[list[Op]] | None = field(default=None, repr=False)
 
     @property
@@ -210,7 +211,8 @@ class Schedule:
             collective=self.collective, algorithm=algorithm or self.algorithm, p=self.p,
             count=self.count, itemsize=self.itemsize, bounds=self.bounds, params=dict(self.params),
             needs=self.needs, build_ops=lambda: ops, build_rounds=None, root=self.root,
-            result_blocks=self.result_blocks, input_blocks=self.input_blocks, _ops=ops,
+            result_blocks=self.result_blocks, input_blocks=self.input_blocks,
+            depth_order=self.depth_order, _ops=ops,
         )
 
     def rounds(self) -> Iterator[RoundArrays]:

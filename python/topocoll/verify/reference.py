@@ -71,8 +71,10 @@ def execute(schedule: Schedule, inputs, op="sum") -> list[np.ndarray]:
 
 def serial_reference(schedule: Schedule, inputs, op="sum") -> list[dict[int, np.ndarray]]:
     """What each rank's output blocks must hold, computed directly from the
-    collective's definition: a left-to-right fold over the contributing ranks."""
+    collective's definition: a left-to-right fold over the contributing ranks
+    (in the schedule's depth order, if it has one)."""
     func = resolve_operator(op)
+    order = schedule.depth_order or range(schedule.p)
     out = []
     for rank in range(schedule.p):
         blocks = {}
@@ -80,8 +82,9 @@ def serial_reference(schedule: Schedule, inputs, op="sum") -> list[dict[int, np.
             lo, hi = schedule.bounds[origin], schedule.bounds[origin + 1]
             acc = None
             for a, b in seq:
-                for r in range(a, b):
-                    acc = inputs[r][lo:hi].copy() if acc is None else func(acc, inputs[r][lo:hi])
+                for pos in range(a, b):
+                    x = inputs[order[pos]][lo:hi]
+                    acc = x.copy() if acc is None else func(acc, x)
             blocks[position] = acc
         out.append(blocks)
     return out

@@ -70,12 +70,19 @@ def _union(seq):
 
 
 class SymbolicAlgebra:
-    def __init__(self, commutative: bool, idempotent: bool):
+    """Contributions are named by depth position (rank order unless the
+    schedule gives a ``depth_order``), so in-order means ``x0∘x1∘…``."""
+
+    def __init__(self, commutative: bool, idempotent: bool, depth_order=None):
         self.commutative = commutative
         self.idempotent = idempotent
+        self.position = None
+        if depth_order is not None:
+            self.position = {rank: pos for pos, rank in enumerate(depth_order)}
 
     def initial(self, rank, block):
-        return Sym(block, ((rank, rank + 1),))
+        pos = rank if self.position is None else self.position[rank]
+        return Sym(block, ((pos, pos + 1),))
 
     def combine(self, left, right, where):
         if left.block != right.block:
@@ -152,7 +159,7 @@ def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_t
     found contributions otherwise.
     """
     op, commutative, idempotent = operator_properties(op, schedule)
-    algebra = SymbolicAlgebra(commutative, idempotent)
+    algebra = SymbolicAlgebra(commutative, idempotent, schedule.depth_order)
     values = replay(schedule, algebra, on_round_end=on_round_end, on_transfer=on_transfer)
     for rank in range(schedule.p):
         for block, expected in expected_contributions(schedule, rank).items():

@@ -1,0 +1,1 @@
+"""Placeholder: generators being written."""
