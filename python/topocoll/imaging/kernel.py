@@ -33,9 +33,12 @@ def contiguous(array: np.ndarray) -> np.ndarray:
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
-def check_out(out, like: np.ndarray, *, where: str) -> np.ndarray:
+def check_out(out, shape: tuple, *, where: str, like_name: str = "front") -> np.ndarray:
+    """`out` as a writeable C-contiguous float32 array of `shape`, or SpecError."""
     out = check_pixels(out, name="out", where=where)
-    check_same_shape(out, like, name="out", like_name="front", where=where)
+    if out.shape != tuple(shape):
+        raise SpecError(f"{where}: out has shape {out.shape}, expected {tuple(shape)} "
+                        f"like {like_name}")
     if not out.flags.c_contiguous or not out.flags.writeable:
         raise SpecError(f"{where}: out is not a writeable C-contiguous array, expected one "
                         "to composite into")
@@ -101,7 +104,7 @@ def over(front, back, out=None, *, threads=None):
         out = np.empty(front.shape, dtype=np.float32)
         _core.kernels_over(contiguous(front), contiguous(back), out, threads)
         return out
-    out = check_out(out, front, where=where)
+    out = check_out(out, front.shape, where=where)
     if same_buffer(out, back):
         if np.may_share_memory(front, back):
             front = front.copy()

@@ -339,6 +339,7 @@ def butterfly_virtual(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
             yield RoundArrays(level, real, real[v ^ (1 << level)], nb,
                               np.full(v.shape, level - 1, dtype=np.int64), nb.copy())
 
-    needs = OperatorNeeds(commutative=True, idempotent=p & (p - 1) != 0)
+    virtual = p & (p - 1) != 0
+    needs = OperatorNeeds(commutative=virtual, idempotent=virtual)
     return Schedule("allreduce", "butterfly_virtual", p, count, itemsize, block_bounds(count, 1), {},
                     needs, ops, rounds)

@@ -1,0 +1,60 @@
+"""Tori and meshes in any dimension, with per-dimension wrap-around.
+
+Node ``v`` has coordinates ``c_0 .. c_{D-1}`` with ``c_0`` varying fastest.
+The all-to-all paper's "8 × 8 × 2M" partitions (Kumar & Heidelberger, seed
+``alltoall-blue-gene-torus.txt``) mix torus and mesh dimensions: spec
+``torus:8x8x4m`` makes the last dimension a mesh. A ring of size 2 has a
+single cable. Torus nodes are endpoints and routers at once (no switches).
+"""
+
+from __future__ import annotations
+
+import math
+
+from topocoll import _core
+from topocoll.errors import SpecError
+
+from .network import Topology, make_topology
+
+__all__ = ["torus", "BGL_BANDWIDTH", "BGL_LATENCY"]
+
+#: Blue Gene/L torus link: 175 MB/s per direction; ~100 ns per hop.
+BGL_BANDWIDTH = 175e6
+BGL_LATENCY = 100e-9
+
+
+def torus(dims, wrap=True, *, bandwidth=BGL_BANDWIDTH, latency=BGL_LATENCY, spec=None) -> Topology:
+    """A torus / mesh with dimension sizes ``dims``.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        Size of each dimension (>= 1).
+    wrap : bool or sequence of bool
+        Wrap-around per dimension (True: torus ring, False: mesh line).
+
+    Returns
+    -------
+    Topology
+        A torus dimension of size k >= 3 has k cables per ring, a mesh one k-1.
+
+    Examples
+    --------
+    >>> t = torus((8, 8, 4), wrap=(True, True, False))
+    >>> t.n_endpoints, t.n_links // 2
+    (256, 704)
+    """
+    dims = tuple(int(k) for k in dims)
+    if not dims or any(k < 1 for k in dims):
+        raise SpecError(f"torus: dims={list(dims)}, expected one or more sizes >= 1")
+    wraps = (bool(wrap),) * len(dims) if isinstance(wrap, bool) else tuple(bool(x) for x in wrap)
+    if len(wraps) != len(dims):
+        raise SpecError(f"torus: {len(wraps)} wrap flags for {len(dims)} dimensions")
+    n = math.prod(dims)
+    if n > 4_000_000:
+        raise SpecError(f"torus: {n} nodes, expected at most 4,000,000")
+    src, dst = _core.routing_torus_links(list(dims), list(wraps))
+    if spec is None:
+        spec = "torus:" + "x".join(f"{k}{'' if w else 'm'}" for k, w in zip(dims, wraps))
+    return make_topology(spec, "torus", n, 0, src, dst, bandwidth, latency,
+                         params={"k": dims, "wrap": wraps})
