@@ -127,11 +127,17 @@ impl PyRouter {
     }
 
     /// Min-hop forwarding tables with port balancing, computed from the graph.
+    /// Destinations are balanced in `order` (endpoint index order by default).
     #[staticmethod]
-    fn minhop(py: Python<'_>, n_nodes: usize, n_endpoints: usize, src: PyReadonlyArray1<u32>, dst: PyReadonlyArray1<u32>) -> PyResult<Self> {
+    #[pyo3(signature = (n_nodes, n_endpoints, src, dst, order=None))]
+    fn minhop(py: Python<'_>, n_nodes: usize, n_endpoints: usize, src: PyReadonlyArray1<u32>, dst: PyReadonlyArray1<u32>, order: Option<PyReadonlyArray1<u32>>) -> PyResult<Self> {
         let g = graph(n_nodes, n_endpoints, src, dst)?;
+        let order: Option<Vec<u32>> = match order {
+            Some(o) => Some(o.as_slice()?.to_vec()),
+            None => None,
+        };
         let (g, t) = py.allow_threads(move || {
-            let t = minhop_tables(&g);
+            let t = minhop_tables(&g, order.as_deref());
             (g, t)
         });
         let t = t.map_err(err)?;

@@ -79,7 +79,7 @@ pub fn encode(pixels: &[f32]) -> Result<Encoded, KernelError> {
 /// Check that `runs` and `active` describe an image of `n_pixels` pixels.
 pub fn check(runs: &[u32], active: &[f32], n_pixels: usize) -> Result<(), KernelError> {
     check_pixels("active pixels", active)?;
-    if runs.len() % 2 != 0 {
+    if !runs.len().is_multiple_of(2) {
         return Err(KernelError::BadRuns(format!(
             "runs has {} counts, expected (inactive, active) pairs",
             runs.len()

@@ -54,7 +54,7 @@ impl fmt::Display for KernelError {
 impl std::error::Error for KernelError {}
 
 pub(crate) fn check_pixels(name: &'static str, pixels: &[f32]) -> Result<(), KernelError> {
-    if pixels.len() % CHANNELS != 0 {
+    if !pixels.len().is_multiple_of(CHANNELS) {
         return Err(KernelError::NotPixels {
             name,
             len: pixels.len(),

@@ -15,10 +15,12 @@
 //! `topocoll.imaging.over_numpy` does, so the two agree bit for bit.
 //!
 //! The kernels stream three arrays (two reads, one write), so they are bound
-//! by memory bandwidth; the loops run over fixed-size blocks of floats with
-//! no bounds checks, so that the compiler vectorises them (see `over_run`). The radix-k paper's future work (§5.2) asks for the
+//! by memory bandwidth. The loops run over fixed-size blocks of floats with
+//! no bounds checks, written so that the compiler vectorises them (see
+//! `transmittance`); large out-of-place outputs use non-temporal stores
+//! (`over_streaming`). The radix-k paper's future work (§5.2) asks for the
 //! over operator to be parallelised across pixels: the `par_*` variants split
-//! the pixels into one contiguous piece per thread.
+//! the pixels into one contiguous, cache-line-aligned piece per thread.
 
 use super::{check_pixels, check_same, KernelError, CHANNELS};
 
@@ -89,7 +91,7 @@ pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 pub(crate) fn over_unchecked(front: &[f32], back: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if out.len() * 4 >= STREAM_MIN_BYTES && (out.as_ptr() as usize) % 16 == 0 {
+    if out.len() * 4 >= STREAM_MIN_BYTES && (out.as_ptr() as usize).is_multiple_of(16) {
         over_streaming(front, back, out);
         return;
     }
@@ -147,17 +149,35 @@ fn over_streaming(front: &[f32], back: &[f32], out: &mut [f32]) {
     );
 }
 
+/// `b = f over b` pixel by pixel, for tails and short runs.
+#[inline(always)]
+fn over_tail_into_back(f: &[f32], b: &mut [f32]) {
+    for (f, b) in f.chunks_exact(CHANNELS).zip(b.chunks_exact_mut(CHANNELS)) {
+        let t = 1.0 - f[3];
+        for c in 0..CHANNELS {
+            b[c] = f[c] + t * b[c];
+        }
+    }
+}
+
+/// `f = f over b` pixel by pixel; alpha is read before the pixel changes.
+#[inline(always)]
+fn over_tail_into_front(f: &mut [f32], b: &[f32]) {
+    for (f, b) in f.chunks_exact_mut(CHANNELS).zip(b.chunks_exact(CHANNELS)) {
+        let t = 1.0 - f[3];
+        for c in 0..CHANNELS {
+            f[c] += t * b[c];
+        }
+    }
+}
+
 pub(crate) fn over_into_back_unchecked(front: &[f32], back: &mut [f32]) {
     let mut f_blocks = front.chunks_exact(BLOCK);
     let mut b_blocks = back.chunks_exact_mut(BLOCK);
     for (f, b) in (&mut f_blocks).zip(&mut b_blocks) {
         over_block_into_back(f.try_into().unwrap(), b.try_into().unwrap());
     }
-    let (f, b) = (f_blocks.remainder(), b_blocks.into_remainder());
-    let mut tail = [0.0f32; BLOCK];
-    let tail = &mut tail[..b.len()];
-    over_tail(f, b, tail);
-    b.copy_from_slice(tail);
+    over_tail_into_back(f_blocks.remainder(), b_blocks.into_remainder());
 }
 
 pub(crate) fn over_into_front_unchecked(front: &mut [f32], back: &[f32]) {
@@ -166,11 +186,7 @@ pub(crate) fn over_into_front_unchecked(front: &mut [f32], back: &[f32]) {
     for (f, b) in (&mut f_blocks).zip(&mut b_blocks) {
         over_block_into_front(f.try_into().unwrap(), b.try_into().unwrap());
     }
-    let (f, b) = (f_blocks.into_remainder(), b_blocks.remainder());
-    let mut tail = [0.0f32; BLOCK];
-    let tail = &mut tail[..f.len()];
-    over_tail(f, b, tail);
-    f.copy_from_slice(tail);
+    over_tail_into_front(f_blocks.into_remainder(), b_blocks.remainder());
 }
 
 /// Floats per thread piece: whole blocks, at least [`MIN_PIXELS_PER_THREAD`].
@@ -338,6 +354,20 @@ mod tests {
                 par_over_into_front(&mut f, &back, threads).unwrap();
                 assert_eq!(f, expected, "into_front n={n} threads={threads}");
             }
+        }
+    }
+
+    #[test]
+    fn streaming_path_matches_reference() {
+        // Large enough for non-temporal stores (if `out` is 16-byte aligned,
+        // as the system allocator gives), with a tail shorter than a block.
+        let n = STREAM_MIN_BYTES / 16 + 3;
+        let (front, back) = (pixels(n, 21), pixels(n, 22));
+        let expected = reference(&front, &back);
+        for threads in [1, 2] {
+            let mut out = vec![f32::NAN; n * 4];
+            par_over(&front, &back, &mut out, threads).unwrap();
+            assert!(out == expected, "threads={threads}");
         }
     }
 

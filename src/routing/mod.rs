@@ -201,7 +201,7 @@ mod tests {
         pairs.sort();
         let (s, d): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
         let g = Graph::new(9, 8, s, d).unwrap();
-        let t = tables::minhop_tables(&g).unwrap();
+        let t = tables::minhop_tables(&g, None).unwrap();
         let r = Router { graph: g, engine: Engine::Table(t) };
         let bw = vec![1.0; 16];
         let src = vec![0, 1, 2, 3, 4, 5, 6, 7];

@@ -76,10 +76,19 @@ fn attachment_groups(g: &Graph) -> (Vec<u32>, Vec<Vec<u32>>) {
 }
 
 /// Min-hop tables with port balancing: at each switch, destinations are
-/// taken in index order and each gets, among its minimal out-links, the one
+/// taken in `order` (index order by default; OpenSM's fat-tree engine uses
+/// its routing order, leaf switch by leaf switch) and each gets, among its minimal out-links, the one
 /// with the fewest routes so far (lowest link id on ties), as OpenSM's minhop.
-pub fn minhop_tables(g: &Graph) -> Result<Table, String> {
+pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, String> {
     let n = g.n_endpoints;
+    let default: Vec<u32> = (0..n as u32).collect();
+    let order = order.unwrap_or(&default);
+    if order.len() != n || {
+        let mut seen = vec![false; n];
+        order.iter().any(|&d| (d as usize) >= n || std::mem::replace(&mut seen[d as usize], true))
+    } {
+        return Err(format!("minhop: order is not a permutation of the {} endpoints", n));
+    }
     let n_sw = g.n_nodes - n;
     let (group_of, targets) = attachment_groups(g);
     let ng = targets.len();
@@ -94,7 +103,7 @@ pub fn minhop_tables(g: &Graph) -> Result<Table, String> {
     for sw in 0..n_sw {
         let v = (n + sw) as u32;
         let row = &mut entries[sw * n..(sw + 1) * n];
-        for d in 0..n as u32 {
+        for &d in order {
             let gi = group_of[d as usize] as usize;
             let dd = &dist[gi * g.n_nodes..(gi + 1) * g.n_nodes];
             let single = targets[gi][0] != d;
@@ -279,7 +288,7 @@ mod tests {
     #[test]
     fn minhop_routes_are_minimal() {
         let g = tree();
-        let t = minhop_tables(&g).unwrap();
+        let t = minhop_tables(&g, None).unwrap();
         for s in 0..16u32 {
             for d in 0..16u32 {
                 let mut p = vec![];

@@ -1,1 +1,416 @@
-"""Placeholder: generators being written."""
+"""Bandwidth-optimal allreduce: the ring and Rabenseifner's algorithm.
+
+Both split the vector into blocks and run a reduce-scatter followed by an
+allgather, so every rank sends about ``2n(P-1)/P`` bytes instead of
+``n log2 P`` (Thakur, Rabenseifner & Gropp 2005, §4.4; cited as [17] in End
+et al. 2016 §III-D, ``../shared/seeds/butterfly-allreduce-gaspi.txt``):
+
+- the *ring* (:func:`ring_reduce_scatter`, :func:`ring_allgather`,
+  :func:`ring_allreduce`): ``P`` blocks; in step ``s`` rank ``r`` passes
+  block ``(r - s - 1) mod P`` to ``r + 1``. Each block's partial result
+  travels once round the ring starting in the middle, so the reduce-scatter
+  (and the allreduce) needs a commutative operator for ``P > 2``;
+- *Rabenseifner* (:func:`rabenseifner`): recursive halving reduce-scatter and
+  recursive doubling allgather over ``2^⌊log2 P⌋`` blocks, ``P = 2^k + q``
+  handled by folding the even ranks ``0, 2, .., 2q - 2`` into their right
+  neighbours first (Rabenseifner & Träff 2004; MPICH). As in MPICH the
+  halving starts at distance 1, so a partial result always covers a
+  contiguous interval of ranks, and with the lower rank's data in front the
+  result is correct for non-commutative operators.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import check_count, check_p, floor_log2
+from .ir import LEFT, RIGHT, OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
+from .pairwise import fold_plan
+from .registry import algorithm
+
+PAPER_RING = ("Thakur, Rabenseifner & Gropp 2005 §4.4 ([17] in End et al. 2016 §III-D, "
+              "butterfly-allreduce-gaspi)")
+PAPER_RABENSEIFNER = ("Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005 §4.4 ([17] in End et al. "
+                      "2016 §III-D, butterfly-allreduce-gaspi)")
+
+
+def _side(peer: int, me: int) -> str:
+    """Lower rank's data in front: ``dst = src ∘ dst`` when the peer is lower."""
+    return LEFT if peer < me else RIGHT
+
+
+# ---- ring --------------------------------------------------------------------
+
+def _ring_reduce_scatter_ops(b: ScheduleBuilder, p: int, round0: int = 0) -> None:
+    """Step ``s``: rank ``r`` sends block ``(r-s-1) mod P`` to ``r+1`` and
+    reduces block ``(r-s-2) mod P`` from ``r-1``; rank ``r`` ends with block ``r``."""
+    for s in range(p - 1):
+        for r in range(p):
+            nxt, prv = (r + 1) % p, (r - 1) % p
+            b.send(r, nxt, ((r - s - 1) % p,), round=round0 + s)
+            blk = ((r - s - 2) % p,)
+            b.recv(r, prv, blk, buf="tmp", round=round0 + s)
+            b.reduce(r, blk, src="tmp", side=_side(prv, r), round=round0 + s)
+
+
+def _ring_allgather_ops(b: ScheduleBuilder, p: int, round0: int = 0) -> None:
+    """Step ``s``: rank ``r`` sends block ``(r-s) mod P`` to ``r+1`` and
+    receives block ``(r-s-1) mod P`` from ``r-1``, starting from block ``r``."""
+    for s in range(p - 1):
+        for r in range(p):
+            b.send(r, (r + 1) % p, ((r - s) % p,), round=round0 + s)
+            b.recv(r, (r - 1) % p, ((r - s - 1) % p,), round=round0 + s)
+
+
+def _ring_rounds(p: int, block_bytes: np.ndarray, *, offset: int, round0: int, first_dep: int,
+                 reduce: bool):
+    """Array view of one ring phase: in step ``s`` rank ``r`` sends block
+    ``(r - s - offset) mod P`` to ``r + 1``."""
+    src = np.arange(p, dtype=np.int64)
+    dst = (src + 1) % p
+    for s in range(p - 1):
+        nb = block_bytes[(src - s - offset) % p]
+        dep = np.full(p, round0 + s - 1 if s else first_dep, dtype=np.int64)
+        yield RoundArrays(round0 + s, src, dst, nb, dep, nb.copy() if reduce else np.zeros(p, dtype=np.int64))
+
+
+def _own_block(rank: int) -> tuple[int]:
+    return (rank,)
+
+
+@algorithm(collective="reduce_scatter", name="ring", params={}, rounds="P − 1", noncommutative=False,
+           paper=PAPER_RING, cost="(P − 1)α + ((P − 1)/P)nβ + ((P − 1)/P)nγ")
+def ring_reduce_scatter(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
+    """Ring reduce-scatter: rank ``r`` ends with block ``r`` of the reduction.
+
+    Parameters
+    ----------
+    p : int
+        Number of ranks; the vector is split into ``P`` blocks (the first
+        ``count mod P`` one element longer).
+    count, itemsize : int
+        Vector length (elements) and element size (bytes).
+
+    Returns
+    -------
+    Schedule
+        Collective ``"reduce_scatter"`` with ``result_blocks(r) = (r,)``;
+        ``P - 1`` rounds; commutative operators for ``P > 2``.
+
+    Notes
+    -----
+    In step ``s = 0 .. P-2`` rank ``r`` sends its partial result of block
+    ``(r - s - 1) mod P`` to ``r + 1`` and reduces the partial of block
+    ``(r - s - 2) mod P`` arriving from ``r - 1`` into its own. Cost
+    ``(P - 1)α + ((P - 1)/P)nβ + ((P - 1)/P)nγ`` for ``n`` bytes divisible by
+    ``P`` (Thakur, Rabenseifner & Gropp 2005, §4.4).
+
+    References
+    ----------
+    R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective
+    Communication Operations in MPICH", IJHPCA 19(1), 2005, pp. 49-66; cited
+    as [17] in End et al. 2016, ``../shared/seeds/butterfly-allreduce-gaspi.txt``.
+
+    Examples
+    --------
+    >>> from topocoll.schedules.metrics import report
+    >>> from topocoll.verify import verify
+    >>> s = ring_reduce_scatter(4, count=10)
+    >>> verify(s), report(s).rounds, list(s.result_blocks(3))
+    ('sum', 3, [3])
+    """
+    p = check_p("ring_reduce_scatter", p)
+    count, itemsize = check_count("ring_reduce_scatter", count, itemsize)
+    bounds = block_bounds(count, p)
+
+    def ops():
+        b = ScheduleBuilder(p)
+        _ring_reduce_scatter_ops(b, p)
+        return b.build()
+
+    block_bytes = np.diff(bounds) * itemsize
+    return Schedule("reduce_scatter", "ring", p, count, itemsize, bounds, {},
+                    OperatorNeeds(commutative=p > 2), ops,
+                    lambda: _ring_rounds(p, block_bytes, offset=1, round0=0, first_dep=-1, reduce=True),
+                    result_blocks=_own_block)
+
+
+@algorithm(collective="allgather", name="ring", params={}, rounds="P − 1", noncommutative=True,
+           paper=PAPER_RING, cost="(P − 1)α + ((P − 1)/P)nβ")
+def ring_allgather(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
+    """Ring allgather: rank ``r`` contributes block ``r``, every rank gets all.
+
+    Parameters
+    ----------
+    p : int
+        Number of ranks; the gathered vector has ``P`` blocks.
+    count, itemsize : int
+        Length of the *gathered* vector (elements) and element size (bytes).
+
+    Returns
+    -------
+    Schedule
+        Collective ``"allgather"`` with ``input_blocks(r) = (r,)``;
+        ``P - 1`` rounds.
+
+    Notes
+    -----
+    In step ``s`` rank ``r`` forwards block ``(r - s) mod P`` to ``r + 1``.
+    Cost ``(P - 1)α + ((P - 1)/P)nβ`` for ``n`` gathered bytes divisible by
+    ``P`` (Thakur, Rabenseifner & Gropp 2005, §4.1).
+
+    References
+    ----------
+    R. Thakur, R. Rabenseifner, W. Gropp, IJHPCA 19(1), 2005; [17] in
+    ``../shared/seeds/butterfly-allreduce-gaspi.txt``.
+
+    Examples
+    --------
+    >>> from topocoll.schedules.metrics import report
+    >>> r = report(ring_allgather(5, count=10, itemsize=4))
+    >>> r.rounds, r.messages, r.bytes_total
+    (4, 20, 160)
+    """
+    p = check_p("ring_allgather", p)
+    count, itemsize = check_count("ring_allgather", count, itemsize)
+    bounds = block_bounds(count, p)
+
+    def ops():
+        b = ScheduleBuilder(p)
+        _ring_allgather_ops(b, p)
+        return b.build()
+
+    block_bytes = np.diff(bounds) * itemsize
+    return Schedule("allgather", "ring", p, count, itemsize, bounds, {}, OperatorNeeds(), ops,
+                    lambda: _ring_rounds(p, block_bytes, offset=0, round0=0, first_dep=-1, reduce=False),
+                    input_blocks=_own_block)
+
+
+@algorithm(collective="allreduce", name="ring", params={}, rounds="2(P − 1)", noncommutative=False,
+           paper=PAPER_RING, cost="2(P − 1)α + 2((P − 1)/P)nβ + ((P − 1)/P)nγ")
+def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
+    """Ring allreduce: ring reduce-scatter, then ring allgather.
+
+    Parameters
+    ----------
+    p : int
+        Number of ranks; ``P`` blocks.
+    count, itemsize : int
+        Vector length (elements) and element size (bytes).
+
+    Returns
+    -------
+    Schedule
+        ``2(P - 1)`` rounds, every rank sending and receiving in each (split
+        phase); commutative operators for ``P > 2``.
+
+    Notes
+    -----
+    Rounds ``0 .. P-2`` are :func:`ring_reduce_scatter`, after which rank
+    ``r`` owns block ``r``; rounds ``P-1 .. 2P-3`` are :func:`ring_allgather`
+    of those blocks. Cost ``2(P - 1)α + 2((P - 1)/P)nβ + ((P - 1)/P)nγ`` for
+    ``n`` bytes divisible by ``P``: bandwidth-optimal, latency linear in P
+    (Thakur, Rabenseifner & Gropp 2005, §4.4).
+
+    References
+    ----------
+    R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective
+    Communication Operations in MPICH", IJHPCA 19(1), 2005; [17] in End et
+    al. 2016, ``../shared/seeds/butterfly-allreduce-gaspi.txt``.
+
+    Examples
+    --------
+    >>> from topocoll.schedules.metrics import report
+    >>> from topocoll.verify import verify
+    >>> r = report(ring_allreduce(4, count=8, itemsize=1))
+    >>> r.rounds, str(r.cost), r.all_ranks_active_every_round
+    (6, '6·α + 12·β + 6·γ', True)
+    >>> verify(ring_allreduce(4))
+    'sum'
+    """
+    p = check_p("ring_allreduce", p)
+    count, itemsize = check_count("ring_allreduce", count, itemsize)
+    bounds = block_bounds(count, p)
+
+    def ops():
+        b = ScheduleBuilder(p)
+        _ring_reduce_scatter_ops(b, p)
+        _ring_allgather_ops(b, p, round0=p - 1)
+        return b.build()
+
+    block_bytes = np.diff(bounds) * itemsize
+
+    def rounds():
+        yield from _ring_rounds(p, block_bytes, offset=1, round0=0, first_dep=-1, reduce=True)
+        yield from _ring_rounds(p, block_bytes, offset=0, round0=p - 1, first_dep=p - 2, reduce=False)
+
+    return Schedule("allreduce", "ring", p, count, itemsize, bounds, {},
+                    OperatorNeeds(commutative=p > 2), ops, rounds)
+
+
+# ---- Rabenseifner ------------------------------------------------------------
+
+def _halving_plan(k: int):
+    """Per step of the recursive halving: ``(mask, lo_before, size_before)``
+    as arrays over the ``2^k`` butterfly ranks ``n``.
+
+    Before step ``j`` (``mask = 2^j``) rank ``n`` holds partial results of
+    blocks ``[lo, lo + size)`` with ``size = 2^(k-j)``; it keeps the lower
+    half if bit ``j`` of ``n`` is 0, else the upper half (MPICH's order), so
+    at the end rank ``n`` owns block ``bitreverse_k(n)``.
+    """
+    pof2 = 1 << k
+    n = np.arange(pof2, dtype=np.int64)
+    lo = np.zeros(pof2, dtype=np.int64)
+    size = pof2
+    for j in range(k):
+        mask = 1 << j
+        yield mask, lo.copy(), size
+        lo = lo + np.where(n & mask, size // 2, 0)
+        size //= 2
+
+
+def _rabenseifner_ops(b: ScheduleBuilder, p: int) -> None:
+    k, survivors, folded, partners = fold_plan(p, "neighbours")
+    pof2 = 1 << k
+    every = tuple(range(pof2))
+    survivors = survivors.tolist()
+    rnd = 0
+    if folded.shape[0]:
+        for src, dst in zip(folded.tolist(), partners.tolist()):
+            b.send(src, dst, every, round=rnd)
+            b.recv(dst, src, every, buf="tmp", round=rnd)
+            b.reduce(dst, every, src="tmp", side=_side(src, dst), round=rnd)
+        rnd += 1
+    plan = list(_halving_plan(k))
+    for mask, lo, size in plan:
+        half = size // 2
+        for n, me in enumerate(survivors):
+            peer = survivors[n ^ mask]
+            first = int(lo[n])
+            upper = range(first + half, first + size)
+            lower = range(first, first + half)
+            send, keep = (lower, upper) if n & mask else (upper, lower)
+            b.send(me, peer, send, round=rnd)
+            b.recv(me, peer, keep, buf="tmp", round=rnd)
+            b.reduce(me, keep, src="tmp", side=_side(peer, me), round=rnd)
+        rnd += 1
+    for mask, lo, size in reversed(plan):
+        half = size // 2
+        for n, me in enumerate(survivors):
+            peer = survivors[n ^ mask]
+            mine = int(lo[n]) + (half if n & mask else 0)
+            theirs = int(lo[n]) + (0 if n & mask else half)
+            b.send(me, peer, range(mine, mine + half), round=rnd)
+            b.recv(me, peer, range(theirs, theirs + half), round=rnd)
+        rnd += 1
+    if folded.shape[0]:
+        for src, dst in zip(folded.tolist(), partners.tolist()):
+            b.send(dst, src, every, round=rnd)
+            b.recv(src, dst, every, round=rnd)
+
+
+def _rabenseifner_rounds(p: int, block_bytes: np.ndarray):
+    k, survivors, folded, partners = fold_plan(p, "neighbours")
+    pof2 = 1 << k
+    total = int(block_bytes.sum())
+    cum = np.concatenate(([0], np.cumsum(block_bytes))).astype(np.int64)
+    n = np.arange(pof2, dtype=np.int64)
+    q = folded.shape[0]
+    rnd = 0
+    if q:
+        nb = np.full(q, total, dtype=np.int64)
+        yield RoundArrays(0, folded, partners, nb, np.full(q, -1, dtype=np.int64), nb.copy())
+        rnd = 1
+    heard = np.zeros(p, dtype=bool)
+    heard[partners] = True
+    plan = list(_halving_plan(k))
+    for j, (mask, lo, size) in enumerate(plan):
+        half = size // 2
+        first = np.where(n & mask, lo, lo + half)          # the half sent away
+        nb = cum[first + half] - cum[first]
+        if j == 0:
+            dep = np.where(heard[survivors], 0, -1).astype(np.int64)
+        else:
+            dep = np.full(pof2, rnd - 1, dtype=np.int64)
+        yield RoundArrays(rnd, survivors, survivors[n ^ mask], nb, dep, nb.copy())
+        rnd += 1
+    for mask, lo, size in reversed(plan):
+        half = size // 2
+        first = np.where(n & mask, lo + half, lo)          # the half this rank holds
+        nb = cum[first + half] - cum[first]
+        yield RoundArrays(rnd, survivors, survivors[n ^ mask], nb, np.full(pof2, rnd - 1, dtype=np.int64),
+                          np.zeros(pof2, dtype=np.int64))
+        rnd += 1
+    if q:
+        nb = np.full(q, total, dtype=np.int64)
+        yield RoundArrays(rnd, partners, folded, nb, np.full(q, rnd - 1, dtype=np.int64),
+                          np.zeros(q, dtype=np.int64))
+
+
+@algorithm(collective="allreduce", name="rabenseifner", params={},
+           rounds="2 log2 P for P = 2^k, else 2⌊log2 P⌋ + 2", noncommutative=True, paper=PAPER_RABENSEIFNER,
+           cost="P' = 2^⌊log2 P⌋, f = [P ≠ P']: (2 log2 P' + 2f)α + (2(P' − 1)/P' + 2f)nβ + ((P' − 1)/P' + f)nγ")
+def rabenseifner(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
+    """Rabenseifner's allreduce: recursive halving, then recursive doubling.
+
+    Parameters
+    ----------
+    p : int
+        Number of ranks, ``P = P' + q`` with ``P' = 2^⌊log2 P⌋``; the
+        vector is split into ``P'`` blocks (the first ``count mod P'`` one
+        element longer).
+    count, itemsize : int
+        Vector length (elements) and element size (bytes).
+
+    Returns
+    -------
+    Schedule
+        ``2 log2 P`` rounds for ``P = 2^k``, else ``2⌊log2 P⌋ + 2``; correct
+        for non-commutative operators.
+
+    Notes
+    -----
+    For ``q > 0`` the even ranks ``0, 2, .., 2q - 2`` first send their vector
+    to the odd rank on their right, which reduces it (lower rank in front).
+    The ``P'`` survivors then run a reduce-scatter by recursive halving: in
+    step ``j`` survivor ``n`` exchanges half of its current block range with
+    survivor ``n XOR 2^j`` (distance 1 first, as MPICH does, so partial
+    results cover contiguous rank intervals) and reduces the half it keeps;
+    then an allgather by recursive doubling in the reverse order of steps,
+    and finally the odd ranks send the result to the even ones. Cost with
+    ``n`` bytes divisible by ``P'`` and ``f = [q > 0]``:
+    ``(2 log2 P' + 2f)α + (2(P' - 1)/P' + 2f)nβ + ((P' - 1)/P' + f)nγ``
+    (Thakur, Rabenseifner & Gropp 2005, §4.4).
+
+    References
+    ----------
+    R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of Collective
+    Communication Operations in MPICH", IJHPCA 19(1), 2005, pp. 49-66 ([17]
+    in End et al. 2016, ``../shared/seeds/butterfly-allreduce-gaspi.txt``).
+    R. Rabenseifner, J. L. Träff, "More Efficient Reduction Algorithms for
+    Non-Power-of-Two Number of Processors in Message-Passing Parallel
+    Systems", EuroPVM/MPI 2004.
+
+    Examples
+    --------
+    >>> from topocoll.schedules.metrics import report
+    >>> from topocoll.verify import verify
+    >>> r = report(rabenseifner(8, count=8, itemsize=1))
+    >>> r.rounds, str(r.cost)
+    (6, '6·α + 14·β + 7·γ')
+    >>> verify(rabenseifner(7))
+    'noncommutative'
+    """
+    p = check_p("rabenseifner", p)
+    count, itemsize = check_count("rabenseifner", count, itemsize)
+    bounds = block_bounds(count, 1 << floor_log2(p))
+    block_bytes = np.diff(bounds) * itemsize
+
+    def ops():
+        b = ScheduleBuilder(p)
+        _rabenseifner_ops(b, p)
+        return b.build()
+
+    return Schedule("allreduce", "rabenseifner", p, count, itemsize, bounds, {}, OperatorNeeds(), ops,
+                    lambda: _rabenseifner_rounds(p, block_bytes))

@@ -1,0 +1,183 @@
+"""Ring (reduce-scatter, allgather, allreduce) and Rabenseifner's allreduce
+(Thakur, Rabenseifner & Gropp 2005, [17] of End et al. 2016): proofs by the
+verifier, exact agreement with a serial reduction on uneven blocks, round
+counts and α-β-γ closed forms."""
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topocoll.errors import SpecError, VerificationError
+from topocoll.schedules import report, ring
+from topocoll.schedules.ir import rounds_from_ops
+from topocoll.schedules.ring import rabenseifner, ring_allgather, ring_allreduce, ring_reduce_scatter
+from topocoll.verify import check_against_reference, execute, integer_inputs, verify
+from topocoll.verify.reference import resolve_operator
+
+MODULUS = 1_000_003
+# the ring's per-rank schedules grow as P²: every P up to 24, then a spread up
+# to 130 (the catalogue test in tests/ sweeps every P once more)
+RING_PS = [*range(1, 25), 31, 32, 33, 63, 64, 65, 100, 127, 128, 130]
+
+
+def matrix_product(left, right):
+    """2x2 integer matrices mod a prime: associative, not commutative, exact."""
+    return np.matmul(left, right) % MODULUS
+
+
+def matrix_inputs(p, count, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, MODULUS, (count, 2, 2), dtype=np.int64) for _ in range(p)]
+
+
+def check_allreduce(sched, inputs, op):
+    """execute() equals the serial left fold of all inputs on every rank.
+
+    Up to P = 48 through serial_reference(); above, one whole-vector fold
+    (serial_reference refolds every block for every rank: P²·blocks ops)."""
+    if sched.p <= 48:
+        check_against_reference(sched, inputs, op)
+        return
+    func = resolve_operator(op)
+    want = inputs[0]
+    for x in inputs[1:]:
+        want = func(want, x)
+    for rank, got in enumerate(execute(sched, inputs, op)):
+        assert np.array_equal(got, want), f"{sched.label()}: rank {rank} differs from the serial reduction"
+
+
+def rows(rnd):
+    return sorted(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
+                      rnd.dep_round.tolist(), rnd.reduced.tolist()))
+
+
+def assert_views_equal(sched):
+    fast = [r for r in sched.rounds() if len(r)]
+    slow = [r for r in rounds_from_ops(sched.ops, sched.block_bytes) if len(r)]
+    assert [r.round for r in fast] == [r.round for r in slow], sched.label()
+    for a, b in zip(fast, slow):
+        assert rows(a) == rows(b), f"{sched.label()} round {a.round}"
+
+
+@pytest.mark.parametrize("p", RING_PS)
+def test_ring_allreduce(p):
+    count = 2 * p + 3 if p < 40 else p - 1 or 1      # uneven blocks; empty ones for large P
+    sched = ring_allreduce(p, count=count)
+    assert verify(sched) == ("sum" if p > 2 else "noncommutative")
+    check_allreduce(sched, integer_inputs(p, count, seed=p), "sum")
+    if p <= 24:
+        check_allreduce(sched, integer_inputs(p, count, seed=p), "max")
+    assert report(sched).rounds == 2 * (p - 1)
+
+
+@pytest.mark.parametrize("p", RING_PS[:30])
+def test_ring_reduce_scatter_and_allgather(p):
+    count = 3 * p + 1
+    rs = ring_reduce_scatter(p, count=count)
+    assert [tuple(rs.result_blocks(r)) for r in range(p)] == [(r,) for r in range(p)]
+    verify(rs)
+    check_against_reference(rs, integer_inputs(p, count, seed=p), "sum")
+    ag = ring_allgather(p, count=count)
+    assert verify(ag) == "noncommutative"
+    check_against_reference(ag, integer_inputs(p, count, seed=p), "sum")
+    assert report(rs).rounds == report(ag).rounds == p - 1
+
+
+@pytest.mark.parametrize("p", [3, 4, 5, 8])
+def test_ring_needs_a_commutative_operator(p):
+    # each block's partial result starts mid-ring and wraps past rank 0
+    with pytest.raises(VerificationError, match="non-adjacent"):
+        verify(ring_allreduce(p), op="noncommutative")
+    with pytest.raises(AssertionError):
+        check_against_reference(ring_reduce_scatter(p, count=p), matrix_inputs(p, p, seed=p), matrix_product)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_ring_of_two_is_in_rank_order(p):
+    sched = ring_allreduce(p, count=3)
+    assert verify(sched, op="noncommutative") == "noncommutative"
+    check_against_reference(sched, matrix_inputs(p, 3, seed=p), matrix_product)
+
+
+@pytest.mark.parametrize("p", range(1, 131))
+def test_rabenseifner_noncommutative(p):
+    count = p + 3                                    # uneven over 2^⌊log2 P⌋ blocks
+    sched = rabenseifner(p, count=count)
+    assert verify(sched) == "noncommutative"
+    check_allreduce(sched, integer_inputs(p, count, seed=p), "sum")
+    check_allreduce(sched, matrix_inputs(p, count, seed=p), matrix_product)
+    k = math.floor(math.log2(p))
+    assert report(sched).rounds == (2 * k if p == 2**k else 2 * k + 2)
+
+
+@pytest.mark.parametrize("p, count", [(5, 1), (8, 3), (12, 7), (33, 5)])
+def test_fewer_elements_than_blocks(p, count):
+    for sched in (rabenseifner(p, count=count), ring_allreduce(p, count=count),
+                  ring_reduce_scatter(p, count=count), ring_allgather(p, count=count)):
+        verify(sched)
+        check_against_reference(sched, integer_inputs(p, count, seed=count), "sum")
+
+
+def test_rabenseifner_ownership_after_halving():
+    # MPICH's halving order (distance 1 first): rank n ends the reduce-scatter
+    # owning block bitreverse(n), and halves the bytes it sends every step
+    p, k = 8, 3
+    sched = rabenseifner(p, count=8, itemsize=1)
+    for n in range(p):
+        last = [op.blocks for op in sched.ops[n] if op.kind == "reduce" and op.round == k - 1]
+        assert last == [(int(f"{n:03b}"[::-1], 2),)]
+    halving = list(sched.rounds())[:k]
+    assert [sorted(set(r.nbytes.tolist())) for r in halving] == [[4], [2], [1]]
+    assert rows(halving[0])[:2] == [(0, 1, 4, -1, 4), (1, 0, 4, -1, 4)]
+    assert rows(halving[2])[:2] == [(0, 4, 1, 1, 1), (1, 5, 1, 1, 1)]
+
+
+@pytest.mark.parametrize("p", range(1, 41))
+def test_array_view_equals_per_rank_view(p):
+    for sched in (ring_allreduce(p, count=2 * p + 1), ring_reduce_scatter(p, count=p + 1, itemsize=4),
+                  ring_allgather(p, count=3 * p - 1), rabenseifner(p, count=p + 5, itemsize=2)):
+        assert_views_equal(sched)
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(1, 4096), per_block=st.integers(1, 50), itemsize=st.sampled_from([1, 8]))
+def test_rabenseifner_report_closed_form(p, per_block, itemsize):
+    k = p.bit_length() - 1
+    pof2 = 1 << k
+    f = int(p > pof2)
+    n = per_block * pof2 * itemsize
+    r = report(rabenseifner(p, count=per_block * pof2, itemsize=itemsize))
+    assert r.rounds == 2 * k + 2 * f
+    assert r.cost.alpha == 2 * k + 2 * f
+    assert r.cost.beta == 2 * n * (pof2 - 1) // pof2 + 2 * f * n
+    assert r.cost.gamma == n * (pof2 - 1) // pof2 + f * n
+    assert r.all_ranks_active_every_round == (f == 0)
+
+
+@settings(max_examples=6, deadline=None)
+@given(p=st.integers(1, 4096), per_block=st.integers(1, 9))
+def test_ring_report_closed_form(p, per_block):
+    n = per_block * p * 8
+    r = report(ring_allreduce(p, count=per_block * p))
+    assert r.rounds == 2 * (p - 1)
+    assert r.messages == 2 * p * (p - 1)
+    assert r.bytes_total == 2 * (p - 1) * n
+    assert r.all_ranks_active_every_round
+    assert (r.cost.alpha, r.cost.beta, r.cost.gamma) == (2 * (p - 1), 2 * (p - 1) * n // p, (p - 1) * n // p)
+
+
+@pytest.mark.parametrize("func", [ring_allreduce, ring_reduce_scatter, ring_allgather, rabenseifner])
+def test_bad_input(func):
+    with pytest.raises(SpecError, match=rf"{func.__name__}: p=-1, expected a positive integer"):
+        func(-1)
+    with pytest.raises(SpecError, match=r"count=0, expected a positive number"):
+        func(4, count=0)
+
+
+def test_docstring_examples():
+    failed, tried = doctest.testmod(ring, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failed == 0

@@ -1,0 +1,32 @@
+"""topocoll's network layer: topologies, static routing, node orders, real
+InfiniBand maps and their metrics.
+
+Data are arrays: a :class:`Topology` is a link table (``src``, ``dst``,
+``bandwidth`` B/s, ``latency`` s; endpoints first, then switches) with CSR
+adjacency; routes are CSR arrays; loads are one number per link.
+
+>>> t = parse_topology("kary:12,2")
+>>> r = make_router(t, "d-mod-k")
+>>> src, dst = pattern_pairs("shift:5", node_order(t, "routing"))
+>>> float(link_loads(r, src, dst).max())
+1.0
+"""
+
+from .dragonfly import dragonfly
+from .fat_tree import NETWORK_NOISE_TABLE1, crossbar, kary_n_tree, network_noise_table1, pgft, xgft
+from .io import parse_ibnetdiscover, parse_ibroute
+from .metrics import (EffectiveBisection, bisection_bandwidth, diameter, effective_bisection_bandwidth,
+                      link_loads, load_histogram, pattern_pairs, summary)
+from .network import Topology
+from .order import node_order
+from .routing import Router, make_router, route, routing_order
+from .spec import parse_topology
+from .torus import torus
+
+__all__ = [
+    "Topology", "parse_topology", "crossbar", "kary_n_tree", "xgft", "pgft", "network_noise_table1",
+    "NETWORK_NOISE_TABLE1", "torus", "dragonfly", "parse_ibnetdiscover", "parse_ibroute",
+    "Router", "make_router", "route", "routing_order", "node_order",
+    "pattern_pairs", "link_loads", "load_histogram", "effective_bisection_bandwidth", "EffectiveBisection",
+    "diameter", "bisection_bandwidth", "summary",
+]

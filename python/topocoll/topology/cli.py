@@ -1,0 +1,111 @@
+"""``topocoll topo SPEC [--routing R] [--order O] [--pattern P] [--ebb N --seed S] [--draw out.svg]``.
+
+Prints a topology's counts, diameter and theoretical bisection bandwidth;
+with ``--pattern`` the maximum link load and the link-load histogram of
+that pattern under the routing and node order; with ``--ebb N`` the
+effective bisection bandwidth over N random bisections (seed printed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from .draw import draw_svg
+from .metrics import effective_bisection_bandwidth, link_loads, load_histogram, pattern_pairs, summary
+from .order import node_order
+from .routing import make_router
+from .spec import parse_topology
+
+__all__ = ["add_topo_parser", "topo_command"]
+
+
+def add_topo_parser(subparsers):
+    """Register the ``topo`` verb on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "topo", help="a network's counts, diameter, bisection and effective bisection bandwidth, link loads",
+        description=__doc__.splitlines()[0])
+    p.add_argument("spec", help="crossbar:N, kary:k,n, xgft:h;m..;w.., pgft:h;m..;w..;p.., table1:N, "
+                               "torus:8x8x16, torus:8x8x4m, mesh:AxB, dragonfly:a,p,h[,g], ibnet:PATH[@map=FILE]")
+    p.add_argument("--routing", default=None,
+                   help="engine[:key=value,...], e.g. d-mod-k, ftree, min-hop, up-down, random:seed=3, "
+                        "dor:order=zyx, adaptive, minimal, valiant, ibroute:path=DIR (family default if omitted)")
+    p.add_argument("--order", default="routing",
+                   help="identity, routing, random, blocked:2x2x2, hostfile:PATH, slurm:PATH (default routing)")
+    p.add_argument("--ranks", type=int, default=None, help="number of ranks (all endpoints by default)")
+    p.add_argument("--pattern", action="append", default=[],
+                   help="shift:S, random or alltoall; repeatable")
+    p.add_argument("--ebb", type=int, default=0, metavar="N", help="effective bisection bandwidth over N random bisections")
+    p.add_argument("--seed", type=int, default=0, help="seed of random orders, patterns and bisections (default 0)")
+    p.add_argument("--draw", default=None, metavar="OUT.svg", help="draw the topology with the last pattern's loads")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=topo_command)
+    return p
+
+
+def _bw(x):
+    if x is None:
+        return "n/a"
+    for unit, f in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)):
+        if x >= f:
+            return f"{x / f:.4g} {unit}"
+    return f"{x:.4g} B/s"
+
+
+def topo_command(args) -> int:
+    """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
+    topo = parse_topology(args.spec)
+    out = summary(topo)
+    router = None
+    if args.pattern or args.ebb or args.routing or args.draw:
+        router = make_router(topo, args.routing)
+        out["routing"] = router.name + "".join(f":{k}={v}" for k, v in router.options.items())
+    order = node_order(topo, args.order, seed=args.seed, n_ranks=args.ranks)
+    out["order"] = args.order
+    out["seed"] = args.seed
+    loads = None
+    out["patterns"] = []
+    for pat in args.pattern:
+        start = time.perf_counter()
+        src, dst = pattern_pairs(pat, order, seed=args.seed)
+        loads = link_loads(router, src, dst)
+        out["patterns"].append({"pattern": pat, "flows": int(len(src)), "max_link_load": float(loads.max()),
+                                "histogram": load_histogram(loads),
+                                "seconds": round(time.perf_counter() - start, 4)})
+    if args.ebb:
+        start = time.perf_counter()
+        e = effective_bisection_bandwidth(router, args.ebb, seed=args.seed, order=order)
+        out["effective_bisection"] = {"mean": e.mean, "std": e.std, "bisections": e.n_bisections,
+                                      "seed": e.seed, "seconds": round(time.perf_counter() - start, 3)}
+    if args.draw:
+        draw_svg(topo, args.draw, loads)
+        out["drawing"] = str(args.draw)
+    if args.json:
+        print(json.dumps(out, default=str))
+        return 0
+    print(f"topology   {out['spec']}")
+    print(f"endpoints  {out['endpoints']}   switches {out['switches']}   links {out['links']} "
+          f"({out['cables']} full-duplex cables)")
+    print(f"diameter   {out['diameter']} hops")
+    print(f"bisection  {_bw(out['bisection_bandwidth'])} (theoretical, one direction)")
+    if router is not None:
+        print(f"routing    {out['routing']}   order {args.order}   ranks {len(order)}   seed {args.seed}")
+    for p in out["patterns"]:
+        items = list(p["histogram"].items())
+        if len(items) > 16:  # bin a long tail into ten ranges
+            vals = [k for k, v in items for _ in range(v)]
+            counts, edges = np.histogram(vals, bins=10)
+            hist = "  ".join(f"[{a:g},{b:g}):{c}" for a, b, c in zip(edges, edges[1:], counts))
+        else:
+            hist = "  ".join(f"{k:g}:{v}" for k, v in items)
+        print(f"pattern    {p['pattern']}: {p['flows']} flows, max link load {p['max_link_load']:g}; "
+              f"links per load  {hist}")
+    if "effective_bisection" in out:
+        e = out["effective_bisection"]
+        print(f"effective bisection bandwidth  {100 * e['mean']:.1f}% of full (std {100 * e['std']:.1f}%, "
+              f"{e['bisections']} random bisections, seed {e['seed']})")
+    if args.draw:
+        print(f"drawing    {args.draw}")
+    return 0

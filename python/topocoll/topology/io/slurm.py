@@ -1,0 +1,78 @@
+"""Node lists from disk: hostfiles and Slurm ``topology.conf``.
+
+``topology.conf`` (Slurm ``topology/tree`` plugin) lines read
+``SwitchName=S Nodes=host[1-5,7],other`` (leaf switches) or
+``SwitchName=S Switches=...``; the rank order they give is the leaf
+switches' node lists in file order.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from topocoll.errors import ParseError
+
+__all__ = ["expand_hostlist", "read_hostfile", "read_slurm_topology_order"]
+
+
+def expand_hostlist(text: str, where="hostlist") -> list:
+    """Expand a Slurm hostlist: ``'sl390lin[1-3,7],x'`` -> ``['sl390lin1', 'sl390lin2', 'sl390lin3', 'sl390lin7', 'x']``."""
+    out = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
+        m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
+        if not m:
+            out.append(part)
+            continue
+        prefix, body, suffix = m.groups()
+        for rng in body.split(","):
+            r = re.fullmatch(r"(\d+)(?:-(\d+))?", rng)
+            if not r:
+                raise ParseError(f"{where}: range {rng!r} in {part!r}, expected N or N-M")
+            lo, hi = r.group(1), r.group(2) or r.group(1)
+            if int(hi) < int(lo):
+                raise ParseError(f"{where}: range {rng!r} runs backwards, expected N-M with N <= M")
+            width = len(lo) if lo.startswith("0") else 0
+            out.extend(f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1))
+    return out
+
+
+def read_hostfile(path) -> list:
+    """Host names, one per line (``host``, ``host slots=4`` or ``host:4``);
+    ``#`` starts a comment. Slot counts are ignored and repeated hosts kept
+    once: topocoll maps ranks to endpoints, not to cores."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    hosts = []
+    for no, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?::\d+|\s+slots=\d+(?:\s+max[-_]slots=\d+)?)?", line)
+        if not m:
+            raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'HOST', 'HOST:N' or 'HOST slots=N'")
+        hosts.append(m.group(1))
+    return hosts
+
+
+def read_slurm_topology_order(path) -> list:
+    """Node names of a ``topology.conf`` in leaf-switch order."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    nodes = []
+    for no, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "SwitchName" not in fields or any("=" not in f for f in line.split()):
+            raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'SwitchName=S Nodes=...' or 'SwitchName=S Switches=...'")
+        if "Nodes" in fields:
+            nodes.extend(expand_hostlist(fields["Nodes"], f"{path}:{no}"))
+    return nodes

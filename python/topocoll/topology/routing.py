@@ -1,0 +1,295 @@
+"""Static routing engines; every one answers a batch of (source, destination)
+endpoint pairs with the links of each route as CSR arrays.
+
+=================  =====================  =============================================
+family             engine                 what
+=================  =====================  =============================================
+fat trees          ``d-mod-k`` (default)  Zahavi's destination-mod-k up-port choice
+                   ``ftree``              OpenSM fat-tree routing: d-mod-k over the
+                                          routing order (Zahavi et al. 2010)
+                   ``random``             per-(src, dst) seeded hash, ECMP-like
+                   ``min-hop``            OpenSM minhop: minimal, port-balanced tables
+                   ``up-down``            up*/down* from the top switches
+torus / mesh       ``dor`` (default)      dimension order (``order='xyz'``), shortest
+                                          direction, ``tie='positive'``
+                   ``shortest``           ``dor`` with ``tie='source-parity'``
+                   ``adaptive``           even flow split over the minimal dimension orders
+dragonfly          ``minimal`` (default)  local-global-local
+                   ``valiant``            via a random intermediate group (seeded)
+real fabrics       ``min-hop`` (default)  from the graph
+                   ``ftree``              min-hop balanced in the routing order
+                   ``up-down``            up*/down*
+                   ``ibroute``            the fabric's own LFTs (``path=DIR`` of dumps)
+=================  =====================  =============================================
+
+``min-hop`` and ``up-down`` work on any network with switches. References:
+Zahavi, "D-Mod-K routing providing non-blocking traffic for shift
+permutations on real life fat trees", CCIT TR 776, 2010; Zahavi, Johnson,
+Kerbyson & Lang, "Optimized InfiniBand fat-tree routing for shift all-to-all
+communication patterns", CCPE 2010 (the engine the shift-based compositing
+paper relies on, seed ``shift-based-compositing-fat-tree.txt`` §2.1.4, §5.2);
+Schroeder et al., "Autonet", 1991 (up*/down*).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topocoll import _core
+from topocoll.errors import SpecError, TopocollError, TopologyError
+
+from .network import Topology
+
+__all__ = ["Router", "make_router", "route", "routing_order", "ENGINES", "parse_routing"]
+
+ENGINES = {
+    "xgft": ("d-mod-k", "ftree", "random", "min-hop", "up-down"),
+    "torus": ("dor", "shortest", "adaptive"),
+    "dragonfly": ("minimal", "valiant", "min-hop", "up-down"),
+    "ibnet": ("min-hop", "ftree", "up-down", "ibroute"),
+}
+_OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
+            "adaptive": {"tie"}, "ibroute": {"path"}, "up-down": {"roots"}}
+
+
+@dataclass(frozen=True, eq=False)
+class Router:
+    """A routing engine bound to a topology (build with :func:`make_router`)."""
+
+    topology: Topology
+    name: str
+    options: dict
+    engine: object = field(repr=False)
+
+    @property
+    def multipath(self) -> bool:
+        """True when routes are flows split over several paths (``adaptive``)."""
+        return self.engine.multipath
+
+    def __repr__(self):
+        opts = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return f"Router({self.name}{':' + opts if opts else ''} on {self.topology.spec})"
+
+
+def parse_routing(text: str):
+    """``'dor:order=zyx,tie=negative'`` -> ``('dor', {'order': 'zyx', 'tie': 'negative'})``."""
+    name, _, rest = text.partition(":")
+    opts = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise SpecError(f"routing {text!r}: option {item!r}, expected KEY=VALUE")
+        opts[key.strip()] = value.strip()
+    return name.strip(), opts
+
+
+def _dim_order(order, ndim):
+    if isinstance(order, str):
+        letters = "xyzwuv"
+        if re.fullmatch(r"[0-9]+", order):
+            idx = [int(c) for c in order]
+        else:
+            idx = [letters.find(c) for c in order.lower()]
+    else:
+        idx = [int(c) for c in order]
+    if sorted(idx) != list(range(ndim)):
+        raise SpecError(f"dor: order={order!r}, expected a permutation of the {ndim} dimensions such as "
+                        f"{'xyzwuv'[:ndim]!r}")
+    return idx
+
+
+def routing_order(topology: Topology) -> np.ndarray:
+    """Endpoints in the order a fat-tree routing engine indexes them.
+
+    Generated networks are already numbered leaf by leaf, port by port, so
+    this is the identity. On a real fabric it is leaf switch by leaf switch
+    (in discovery order), then by switch port — "the order given by the
+    OpenSM routing engine" of the shift-based paper (§5.2).
+    """
+    n = topology.n_endpoints
+    if topology.family != "ibnet":
+        return np.arange(n, dtype=np.int64)
+    src, dst, port = topology.src, topology.dst, topology.port
+    down = (src >= n) & (dst < n)
+    keys = {}
+    for s, d, p in zip(src[down], dst[down], port[down]):
+        keys.setdefault(int(d), (int(s), int(p)))
+    return np.array(sorted(range(n), key=lambda e: keys.get(e, (1 << 40, e))), dtype=np.int64)
+
+
+def _top_switches(topology):
+    if topology.family == "xgft":
+        return list(range(topology.n_nodes - _n_top(topology), topology.n_nodes))
+    # switches farthest from every endpoint (BFS from the endpoints)
+    n = topology.n_endpoints
+    dist = np.full(topology.n_nodes, -1)
+    dist[:n] = 0
+    frontier = np.arange(n)
+    indptr = topology.indptr
+    level = 0
+    while len(frontier):
+        level += 1
+        nxt = []
+        for v in frontier:
+            for u in topology.dst[indptr[v]:indptr[v + 1]]:
+                if dist[u] < 0:
+                    dist[u] = level
+                    nxt.append(u)
+        frontier = nxt
+    if topology.n_switches == 0:
+        raise TopologyError(f"up-down: {topology.spec} has no switches")
+    sw = dist[n:]
+    return [int(n + i) for i in np.flatnonzero(sw == sw.max())]
+
+
+def _n_top(topology):
+    import math
+    m, w = topology.params["m"], topology.params["w"]
+    return math.prod(w)
+
+
+def make_router(topology: Topology, name: str | None = None, **options) -> Router:
+    """Bind a routing engine to a topology.
+
+    Parameters
+    ----------
+    topology : Topology
+    name : str, optional
+        Engine name (see the module docstring); the family's default if
+        omitted. ``'NAME:key=value,...'`` is accepted too.
+    **options
+        ``seed`` (random, valiant), ``order`` and ``tie`` (dor), ``path``
+        (ibroute: a directory of dumps), ``roots`` (up-down: node ids).
+
+    Raises
+    ------
+    SpecError
+        Unknown engine for this family or unknown option.
+    TopologyError
+        The engine cannot route this network (e.g. forwarding tables that
+        name switches the fabric lacks).
+
+    Examples
+    --------
+    >>> from topocoll.topology import parse_topology
+    >>> r = make_router(parse_topology("kary:4,2"), "d-mod-k")
+    >>> route(r, [0], [5])[1].tolist()   # up at leaf 0 by port 5 mod 4, down to leaf 1
+    [0, 17, 53, 29]
+    """
+    fam = topology.family
+    if name is None:
+        name = ENGINES[fam][0]
+    if ":" in name:
+        name, extra = parse_routing(name)
+        options = {**extra, **options}
+    if name not in ENGINES[fam]:
+        raise SpecError(f"routing {name!r} on {topology.spec}: expected one of {', '.join(ENGINES[fam])}")
+    unknown = set(options) - _OPTIONS.get(name, set())
+    if unknown:
+        allowed = ", ".join(sorted(_OPTIONS.get(name, ()))) or "none"
+        raise SpecError(f"routing {name!r}: unknown option(s) {', '.join(sorted(unknown))}, expected {allowed}")
+    t = topology
+    seed = options.get("seed", 0)
+    try:
+        seed = int(seed)
+    except (TypeError, ValueError):
+        raise SpecError(f"routing {name!r}: seed={seed!r}, expected an integer") from None
+    if seed < 0:
+        raise SpecError(f"routing {name!r}: seed={seed}, expected >= 0")
+    args = (t.n_nodes, t.n_endpoints, t.src, t.dst)
+    try:
+        if fam == "xgft" and name in ("d-mod-k", "ftree", "random"):
+            P = t.params
+            engine = _core.RoutingEngine.fat_tree(t.src, t.dst, list(P["m"]), list(P["w"]), list(P["p"]),
+                                                  "random" if name == "random" else "d-mod-k", seed)
+        elif fam == "torus":
+            k, wrap = t.params["k"], t.params["wrap"]
+            order = _dim_order(options.get("order", "xyzwuv"[:len(k)] if len(k) <= 6 else list(range(len(k)))), len(k))
+            tie = options.get("tie", "source-parity" if name == "shortest" else "positive")
+            if tie not in ("positive", "negative", "source-parity"):
+                raise SpecError(f"routing {name!r}: tie={tie!r}, expected positive, negative or source-parity")
+            engine = _core.RoutingEngine.torus(t.src, t.dst, list(k), list(wrap), order, tie, name == "adaptive")
+        elif fam == "dragonfly" and name in ("minimal", "valiant"):
+            P = t.params
+            engine = _core.RoutingEngine.dragonfly(t.src, t.dst, P["a"], P["p"], P["h"], P["g"],
+                                                   seed if name == "valiant" else None)
+        elif name == "min-hop":
+            engine = _core.RoutingEngine.minhop(*args)
+        elif name == "ftree":  # real fabric: min-hop balanced in routing order
+            engine = _core.RoutingEngine.minhop(*args, routing_order(t).astype(np.uint32))
+        elif name == "up-down":
+            roots = options.get("roots")
+            roots = [int(r) for r in (roots.split() if isinstance(roots, str) else roots)] if roots else _top_switches(t)
+            if any(not 0 <= r < t.n_nodes for r in roots):
+                raise SpecError(f"up-down: roots={roots}, expected node ids in 0..{t.n_nodes - 1}")
+            engine = _core.RoutingEngine.updown(*args, roots)
+        elif name == "ibroute":
+            from .io.ibroute import forwarding_tables, read_ibroute_dir
+            if "path" not in options:
+                raise SpecError("routing 'ibroute': expected path=DIR holding one ibroute dump per switch")
+            entries = forwarding_tables(t, read_ibroute_dir(options["path"]))
+            engine = _core.RoutingEngine.table(*args, entries)
+        else:  # pragma: no cover - guarded by ENGINES
+            raise SpecError(f"routing {name!r} on {t.spec}: not available")
+    except ValueError as e:
+        if isinstance(e, TopocollError):
+            raise
+        raise TopologyError(f"{name} on {t.spec}: {e}") from None
+    return Router(t, name, dict(options), engine)
+
+
+def _endpoints(router, values, what):
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= router.topology.n_endpoints):
+        raise SpecError(f"route: {what} must be endpoint ids in 0..{router.topology.n_endpoints - 1}")
+    return np.ascontiguousarray(arr, dtype=np.uint32)
+
+
+def _explain(router, err):
+    names = router.topology.names
+    def sub(m):
+        i = int(m.group(2))
+        return f"{m.group(1)} {i} ({names[i]})" if i < len(names) else m.group(0)
+    return re.sub(r"(endpoint|switch|node) (\d+)", sub, str(err))
+
+
+def route(router: Router, src, dst, *, weights: bool = False):
+    """Routes of a batch of endpoint pairs as CSR arrays.
+
+    Parameters
+    ----------
+    router : Router
+    src, dst : array_like of int
+        Endpoint ids, same length.
+    weights : bool
+        Also return the fraction of each pair's flow on each listed link
+        (1.0 except for the ``adaptive`` torus split).
+
+    Returns
+    -------
+    indptr : numpy.ndarray of int64, shape (len(src) + 1,)
+    links : numpy.ndarray of uint32
+        Pair ``i`` uses ``links[indptr[i]:indptr[i+1]]``, in path order for
+        single-path engines.
+    weights : numpy.ndarray of float64, only with ``weights=True``
+
+    Raises
+    ------
+    TopologyError
+        Some pair has no route; the message names the pair.
+    """
+    s = _endpoints(router, src, "src")
+    d = _endpoints(router, dst, "dst")
+    if len(s) != len(d):
+        raise SpecError(f"route: {len(s)} sources but {len(d)} destinations, expected equal lengths")
+    try:
+        indptr, links, w = router.engine.route(s, d)
+    except ValueError as e:
+        raise TopologyError(f"{router.name} on {router.topology.spec}: {_explain(router, e)}") from None
+    indptr = indptr.astype(np.int64)
+    return (indptr, links, w) if weights else (indptr, links)

@@ -1,0 +1,126 @@
+"""Spec strings for topologies, as on the command line.
+
+========================================  ===========================================
+``crossbar:N``                            one switch, N endpoints
+``kary:k,n``                              k-ary n-tree
+``xgft:h;m1,..,mh;w1,..,wh``              XGFT (Öhring et al.)
+``pgft:h;m1,..,mh;w1,..,wh;p1,..,ph``     PGFT / RLFT (Zahavi), p parallel cables
+``table1:N``                              the network-noise paper's Table-1 tree with N endpoints
+``torus:8x8x16``, ``torus:8x8x4m``        torus; an ``m`` suffix makes that dimension a mesh
+``mesh:4x4``                              all dimensions mesh
+``dragonfly:a,p,h[,g]``                   dragonfly (Kim et al.)
+``ibnet:PATH``                            a real fabric from ibnetdiscover (plain or -p)
+========================================  ===========================================
+
+Options follow ``@``, comma-separated: ``bw=`` (e.g. ``2GB/s``), ``lat=``
+(e.g. ``1us``), and for ``ibnet`` ``map=PATH`` (a ``NODE-ID HOSTNAME`` file):
+``torus:8x8x16@bw=175MB/s,lat=100ns``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from topocoll.errors import SpecError
+
+from .dragonfly import dragonfly as _dragonfly
+from . import fat_tree as _ft
+from .torus import torus as _torus
+from .network import Topology, parse_bandwidth, parse_latency
+
+__all__ = ["parse_topology"]
+
+
+def _ints(text, spec, what, count=None):
+    parts = [x.strip() for x in text.split(",")] if text.strip() else []
+    try:
+        vals = [int(x) for x in parts]
+    except ValueError:
+        raise SpecError(f"{spec}: {what}={text!r}, expected comma-separated integers") from None
+    if count is not None and len(vals) not in (count if isinstance(count, tuple) else (count,)):
+        raise SpecError(f"{spec}: {what}={text!r} has {len(vals)} values, expected {count}")
+    if any(v < 1 for v in vals):
+        raise SpecError(f"{spec}: {what}={text!r}, expected sizes >= 1")
+    return vals
+
+
+def parse_topology(spec: str) -> Topology:
+    """Build a topology from a spec string (see the module docstring).
+
+    Raises
+    ------
+    SpecError
+        The string does not parse, or a size is zero or negative.
+
+    Examples
+    --------
+    >>> parse_topology("kary:4,3").n_endpoints
+    64
+    >>> parse_topology("torus:8x8x4m").params["wrap"]
+    (True, True, False)
+    """
+    if not isinstance(spec, str) or ":" not in spec:
+        raise SpecError(f"topology spec {spec!r}: expected FAMILY:PARAMS, e.g. 'kary:12,2' or 'torus:8x8x16'")
+    body, _, opts = spec.partition("@")
+    family, _, params = body.partition(":")
+    family = family.strip().lower()
+    kw = {}
+    node_map = None
+    if opts:
+        for item in opts.split(","):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise SpecError(f"{spec}: option {item!r}, expected KEY=VALUE (bw=, lat=, map=)")
+            key = key.strip()
+            if key == "bw":
+                kw["bandwidth"] = parse_bandwidth(value)
+            elif key == "lat":
+                kw["latency"] = parse_latency(value)
+            elif key == "map" and family == "ibnet":
+                node_map = value.strip()
+            else:
+                raise SpecError(f"{spec}: unknown option {key!r}, expected bw=, lat= or (ibnet) map=")
+    if family == "crossbar":
+        (n,) = _ints(params, spec, "N", 1)
+        return _ft.crossbar(n, spec=spec, **kw)
+    if family == "kary":
+        k, n = _ints(params, spec, "k,n", 2)
+        return _ft.kary_n_tree(k, n, spec=spec, **kw)
+    if family in ("xgft", "pgft"):
+        groups = params.split(";")
+        want = 3 if family == "xgft" else 4
+        if len(groups) != want:
+            form = "h;m1,..,mh;w1,..,wh" + (";p1,..,ph" if family == "pgft" else "")
+            raise SpecError(f"{spec}: expected {family}:{form}")
+        (h,) = _ints(groups[0], spec, "h", 1)
+        m = _ints(groups[1], spec, "m", h)
+        w = _ints(groups[2], spec, "w", h)
+        p = _ints(groups[3], spec, "p", h) if family == "pgft" else None
+        return _ft.pgft(m, w, p, spec=spec, **kw)
+    if family == "table1":
+        return _ft.network_noise_table1(params.strip(), spec=spec, **kw)
+    if family in ("torus", "mesh"):
+        dims, wraps = [], []
+        for part in params.lower().split("x"):
+            m = re.fullmatch(r"\s*(\d+)\s*(m?)\s*", part)
+            if not m or int(m.group(1)) < 1:
+                raise SpecError(f"{spec}: dimension {part!r}, expected a size >= 1 with an optional 'm' (mesh), e.g. 8x8x4m")
+            dims.append(int(m.group(1)))
+            wraps.append(family == "torus" and not m.group(2))
+        return _torus(dims, wraps, spec=spec, **kw)
+    if family == "dragonfly":
+        vals = _ints(params, spec, "a,p,h[,g]", (3, 4))
+        return _dragonfly(*vals, spec=spec, **kw)
+    if family == "ibnet":
+        from .io.ibnetdiscover import parse_ibnetdiscover
+        if not params.strip():
+            raise SpecError(f"{spec}: expected ibnet:PATH to an ibnetdiscover file")
+        topo = parse_ibnetdiscover(params.strip(), node_map=node_map, spec=spec)
+        if kw:
+            from dataclasses import replace
+            import numpy as np
+            topo = replace(topo, bandwidth=np.full(topo.n_links, kw.get("bandwidth", 0.0)) if "bandwidth" in kw else topo.bandwidth,
+                           latency=np.full(topo.n_links, kw["latency"]) if "latency" in kw else topo.latency)
+        return topo
+    raise SpecError(f"topology spec {spec!r}: unknown family {family!r}, expected crossbar, kary, xgft, pgft, "
+                    "table1, torus, mesh, dragonfly or ibnet")
