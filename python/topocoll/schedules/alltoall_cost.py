@@ -29,8 +29,8 @@ import numpy as np
 
 from ..errors import SpecError
 from .alltoall import (
-    AXES, TorusShape, balanced_dims, bruck_plan, choose_linear_dimension, parse_shape, random_permutations,
-    resolve_mesh_dims,
+    AXES, TorusShape, balanced_dims, bruck_plan, choose_linear_dimension, parse_shape, permutation_keys,
+    random_permutations, resolve_mesh_dims,
 )
 from .common import check_p
 from .metrics import CostTerms
@@ -216,7 +216,7 @@ class TwoPhaseCost:
 
 
 def two_phase_torus_time(shape, m: float, *, alpha: float, beta: float, header: float = 48,
-                         linear=None) -> TwoPhaseCost:
+                         min_packet: float = 0, linear=None) -> TwoPhaseCost:
     """Phase costs of the Two Phase Schedule on a torus (§4.1, via eq. 2 and 3).
 
     Phase 1 is an all-to-all among the ``L`` nodes of a line, ``(P/L)·m``
@@ -236,6 +236,8 @@ def two_phase_torus_time(shape, m: float, *, alpha: float, beta: float, header: 
         Start-up (s) and per-byte network time (s/B).
     header : float
         Software header per message (B).
+    min_packet : float
+        Bytes on the wire per message are at least this (64 B on BG/L, §3).
     linear : {"x", "y", "z"}, optional
         Linear dimension; default the paper's rule.
 
@@ -262,8 +264,9 @@ def two_phase_torus_time(shape, m: float, *, alpha: float, beta: float, header: 
     plane_axes = [j for j in range(d) if j != axis and s.sizes[j] > 1]
     plane = TorusShape(tuple(s.sizes[j] for j in plane_axes) or (1,),
                        tuple(s.periodic[j] for j in plane_axes) or (True,))
-    net1 = big_l * contention_factor(line) * (q * m + header) * beta if big_l > 1 else 0.0
-    net2 = q * contention_factor(plane) * big_l * (m + header) * beta if q > 1 else 0.0
+    wire1, wire2 = _wire_bytes(q * m, header, min_packet), _wire_bytes(m, header, min_packet)
+    net1 = big_l * contention_factor(line) * wire1 * beta if big_l > 1 else 0.0
+    net2 = q * contention_factor(plane) * big_l * wire2 * beta if q > 1 else 0.0
     return TwoPhaseCost(AXES[axis], (big_l - 1) * alpha, net1, (p - big_l) * alpha, net2)
 
 
@@ -285,7 +288,7 @@ def _bruck_terms(p: int, k: int, m: float, ports: str) -> CostTerms:
 
 
 def _randomized_beta(p: int, seed: int) -> float:
-    keys = np.random.default_rng(seed).integers(0, 2**64, size=(p, 4), dtype=np.uint64, endpoint=False)
+    keys = permutation_keys(p, seed)
     ranks = np.arange(p, dtype=np.int64)
     total = 0
     for t in range(p - 1):

@@ -29,7 +29,7 @@ paper's ``l = t + 1``).
 from __future__ import annotations
 
 from .common import check_count, check_p
-from .dissemination import Circulant, _schedule, check_n
+from .dissemination import Circulant, check_n, circulant_schedule
 from .ir import LEFT, RIGHT, OperatorNeeds, Schedule
 from .registry import algorithm
 
@@ -156,5 +156,5 @@ def bruck(p: int, *, n: int = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     p = check_p("bruck", p)
     n = check_n("bruck", n)
     count, itemsize = check_count("bruck", count, itemsize)
-    return _schedule("allreduce", "bruck", p, count, itemsize, {"n": n},
+    return circulant_schedule("allreduce", "bruck", p, count, itemsize, {"n": n},
                      OperatorNeeds(commutative=True), _bruck_template(p, n))

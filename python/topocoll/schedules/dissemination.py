@@ -45,7 +45,8 @@ PAPER = "End et al. 2016 §III-B, eqs. (1)-(14), Theorem 1 (butterfly-allreduce-
 SWEEP = tuple({"n": n} for n in range(1, 7))
 
 __all__ = [
-    "Adaptation", "Circulant", "adaptation", "adaptations", "is_adaptable", "usable_n",
+    "Adaptation", "Circulant", "adaptation", "adaptations", "adapted_schedule", "circulant_schedule",
+    "is_adaptable", "smallest_usable_n", "usable_n",
     "dissemination", "nway_dissemination", "nway_dissemination_unadapted",
 ]
 
@@ -185,7 +186,7 @@ def _prefix_size(l: int, j: int, n: int) -> int:
 class Adaptation:
     """How the last round of the n-way dissemination is cut (Theorem 1).
 
-    ``(s, l_snd, j_snd, l_rcv, j_rcv)`` is the paper's 5-tuple of eq. (8),
+    ``(s, l_snd, l_rcv, j_snd, j_rcv)`` is the paper's 5-tuple of eq. (8),
     ``case`` the case of Theorem 1 that applies (``"base border"`` where a
     sender boundary meets ``g_B``, ``P - 1 = g^s_{l_snd}[j_snd]``; there
     ``l_rcv = j_rcv = 0``). ``l = 0`` means a rank's own input (``j = 0``).
@@ -425,7 +426,8 @@ def _adapted_template(a: Adaptation) -> Circulant:
     return c
 
 
-def _schedule(collective, name, p, count, itemsize, params, needs, template) -> Schedule:
+def circulant_schedule(collective, name, p, count, itemsize, params, needs, template) -> Schedule:
+    """A one-block schedule whose both views come from one rank's ``template``."""
     nbytes = count * itemsize
     return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1), params, needs,
                     lambda: template.ops(p), lambda: template.rounds(p, nbytes))
@@ -514,12 +516,12 @@ def nway_dissemination(p: int, *, n: int | str = 1, count: int = 1, itemsize: in
         n = smallest_usable_n(p)
     a = adaptation(p, n)
     template = Circulant() if a is None else _adapted_template(a)
-    return _schedule("allreduce", "nway_dissemination", p, count, itemsize, {"n": n},
+    return circulant_schedule("allreduce", "nway_dissemination", p, count, itemsize, {"n": n},
                      OperatorNeeds(commutative=True), template)
 
 
 @algorithm(collective="allreduce", name="nway_dissemination_unadapted", params={"n": 1},
-           rounds="⌈log_{n+1} P⌉", operators="idempotent", paper=PAPER + ", eq. (3)",
+           rounds="⌈log_{n+1} P⌉", operators="idempotent", paper="End et al. 2016 §III-B, eqs. (1)-(3); Hoefler et al. 2006 [16] (butterfly-allreduce-gaspi)",
            cost="⌈log_{n+1} P⌉·n(α + mβ + mγ)", sweep=SWEEP)
 def nway_dissemination_unadapted(p: int, *, n: int = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     """Allreduce by Hoefler's n-way dissemination, unadapted (idempotent ∘ only).
@@ -549,7 +551,7 @@ def nway_dissemination_unadapted(p: int, *, n: int = 1, count: int = 1, itemsize
     p = check_p("nway_dissemination_unadapted", p)
     n = check_n("nway_dissemination_unadapted", n)
     count, itemsize = check_count("nway_dissemination_unadapted", count, itemsize)
-    return _schedule("allreduce", "nway_dissemination_unadapted", p, count, itemsize, {"n": n},
+    return circulant_schedule("allreduce", "nway_dissemination_unadapted", p, count, itemsize, {"n": n},
                      OperatorNeeds(commutative=True, idempotent=True), _dissemination_template(p, n))
 
 
@@ -576,7 +578,7 @@ def dissemination(p: int, *, n: int = 1, count: int = 1, itemsize: int = 0) -> S
     p = check_p("dissemination", p)
     n = check_n("dissemination", n)
     count, itemsize = check_count("dissemination", count, itemsize)
-    return _schedule("barrier", "dissemination", p, count, itemsize, {"n": n},
+    return circulant_schedule("barrier", "dissemination", p, count, itemsize, {"n": n},
                      OperatorNeeds(commutative=True, idempotent=True), _dissemination_template(p, n))
 
 
@@ -584,6 +586,6 @@ def adapted_schedule(a: Adaptation, *, count: int = 1, itemsize: int = 8) -> Sch
     """The adapted allreduce for one given 5-tuple (any of :func:`adaptations`,
     not only the cheapest): to check every case of Theorem 1."""
     count, itemsize = check_count("adapted_schedule", count, itemsize)
-    return _schedule("allreduce", "nway_dissemination", a.p, count, itemsize, {"n": a.n},
+    return circulant_schedule("allreduce", "nway_dissemination", a.p, count, itemsize, {"n": a.n},
                      OperatorNeeds(commutative=True), _adapted_template(a))
 

@@ -15,7 +15,7 @@ from ..errors import SpecError
 
 # modules holding generators; imported lazily by ``catalogue()``
 GENERATOR_MODULES = (
-    "tree", "pairwise", "dissemination", "bruck", "ring", "compositing",
+    "tree", "pairwise", "dissemination", "bruck", "ring", "compositing", "alltoall",
 )
 
 

@@ -26,7 +26,7 @@ from ..schedules.ir import LEFT, Schedule
 
 class Algebra(Protocol):
     def initial(self, rank: int, block: int) -> Any: ...
-    def combine(self, left: Any, right: Any, where: str) -> Any: ...
+    def combine(self, left: Any, right: Any, where: Callable[[], str]) -> Any: ...
 
 
 def describe(rank: int, idx: int, op) -> str:
@@ -199,7 +199,8 @@ def replay(schedule: Schedule, algebra: Algebra,
             for b in op.blocks:
                 a = mem.read(idx, op, op.src, b, ops[rank])
                 d = mem.read(idx, op, op.dst, b, ops[rank])
-                where = f"{describe(rank, idx, op)} block {b}"
+                # built only if the algebra reports an error: replay's hot path
+                where = lambda rank=rank, idx=idx, op=op, b=b: f"{describe(rank, idx, op)} block {b}"  # noqa: E731
                 value = algebra.combine(a, d, where) if op.side == LEFT else algebra.combine(d, a, where)
                 mem.write(idx, op, op.dst, b, value, ops[rank])
             done += 1

@@ -11,6 +11,7 @@ At the end every output block is compared with the collective's definition
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..errors import SpecError, VerificationError
@@ -87,7 +88,7 @@ class SymbolicAlgebra:
     def combine(self, left, right, where):
         if left.block != right.block:
             raise VerificationError(
-                f"{where}: reduces data of block {left.block} with data of block {right.block}")
+                f"{where()}: reduces data of block {left.block} with data of block {right.block}")
         if self.idempotent:
             return Sym(left.block, _union(left.seq + right.seq))
         if self.commutative:
@@ -97,7 +98,7 @@ class SymbolicAlgebra:
         # in-order result, so reject at once and name them.
         if left.seq and right.seq and left.seq[-1][1] != right.seq[0][0]:
             raise VerificationError(
-                f"{where}: composites non-adjacent pieces {left} (front) and {right} (back) "
+                f"{where()}: composites non-adjacent pieces {left} (front) and {right} (back) "
                 "of a non-commutative operator")
         return Sym(left.block, _concat(left.seq, right.seq))
 
@@ -117,7 +118,7 @@ class SymbolicAlgebra:
             return f"misses {_ranks(missing)}: found {value}, expected {want}"
         if extra:
             return f"holds foreign {_ranks(extra)}: found {value}, expected {want}"
-        twice = sorted({r for r in got_ranks if got_ranks.count(r) > 1}) if len(got_ranks) < 5000 else []
+        twice = sorted(r for r, c in Counter(got_ranks).items() if c > 1)
         if twice and not self.idempotent:
             return f"counts {_ranks(twice)} twice: found {value}, expected {want} once each"
         if self.commutative:

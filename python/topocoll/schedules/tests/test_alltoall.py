@@ -25,7 +25,7 @@ from topocoll.schedules.alltoall_cost import (
     peak_time, two_phase_torus_time, virtual_mesh_torus_time,
 )
 from topocoll.schedules.ir import rounds_from_ops
-from topocoll.verify import check_against_reference, execute, serial_reference, verify
+from topocoll.verify import execute, serial_reference, verify
 from topocoll.verify.replay import match
 
 pytestmark = pytest.mark.timeout(120)
@@ -68,9 +68,14 @@ def assert_transposes(sched, dtype=np.int64):
     """Reference executor == serial reference == a direct transpose."""
     p, count = sched.p, sched.count
     inputs = distinct_inputs(p, count, dtype)
-    check_against_reference(sched, inputs, "sum")
     out = execute(sched, inputs, "sum")
+    expected = serial_reference(sched, inputs, "sum")
     width = count // p
+    for rank, blocks in enumerate(expected):
+        assert sorted(blocks) == list(range(p))
+        for position, want in blocks.items():
+            assert np.array_equal(out[rank][position * width:(position + 1) * width], want), \
+                f"{sched.label()}: rank {rank} block {position}"
     want = np.stack(inputs).reshape(p, p, width).transpose(1, 0, 2).reshape(p, count)
     assert np.array_equal(np.stack(out), want), sched.label()
 
@@ -107,19 +112,19 @@ def test_sampled_p_up_to_130(name, p):
     assert_transposes(sched, np.uint8)
 
 
-@pytest.mark.parametrize("shape", ["3x5x7", "7x5x3", "2x3x5M", "1x4x3", "5x1x1", "4x6", "3"])
+@pytest.mark.parametrize("shape", ["3x5x7", "2x3x5M", "1x4x3", "5x1x1", "4x6", "3"])
 def test_two_phase_odd_shapes_every_linear_dimension_and_mapping(shape):
     parsed = parse_shape("test", shape)
     p, d = parsed.p, len(parsed.sizes)
     axes = "xyz"[:d]
-    orders = {axes, axes[::-1]}
-    for linear in [None, *axes]:
-        for mapping in orders:
-            sched = two_phase_schedule(p, shape=shape, linear=linear, mapping=mapping, count=2 * p)
-            verify(sched)
-            assert_transposes(sched)
-            if p <= 40:
-                assert_views_equal(sched)
+    cases = [(None, axes), (None, axes[::-1])] + [(a, axes[(i + 1) % d:] + axes[:(i + 1) % d])
+                                                  for i, a in enumerate(axes)]
+    for linear, mapping in cases:
+        sched = two_phase_schedule(p, shape=shape, linear=linear, mapping=mapping, count=2 * p)
+        verify(sched)
+        assert_transposes(sched)
+        if p <= 40:
+            assert_views_equal(sched)
 
 
 def test_two_phase_explicit_mapping():
@@ -203,6 +208,13 @@ def forwarded_messages(sched):
     return sorted(out, key=lambda m: (-len(sched.ops[m[0]][m[1]].blocks), m))
 
 
+def _other(ops, rank, idx, kind, buf):
+    """Another op of ``rank`` of the same kind on the same buffer."""
+    return next(op for i, op in enumerate(ops[rank]) if i != idx and op.kind == kind and op.buf == buf
+                and (op.blocks if kind == "send" else op.into) != (ops[rank][idx].blocks if kind == "send"
+                                                                    else ops[rank][idx].into))
+
+
 def mutate(sched, msg, how):
     s, si, d, ri = msg
     ops = [list(r) for r in sched.ops]
@@ -211,9 +223,14 @@ def mutate(sched, msg, how):
         ops[s][si] = _replace(send, blocks=send.blocks[1:])
         ops[d][ri] = _replace(recv, blocks=recv.blocks[1:], into=recv.into[1:])
     elif how == "duplicate a block":
-        ops[s][si] = _replace(send, blocks=(send.blocks[0],) * len(send.blocks))
-    elif how == "misdeliver (swap positions)":
-        ops[d][ri] = _replace(recv, into=recv.into[::-1])
+        # the intermediate sends a block it also forwards elsewhere instead of blocks[0]
+        twin = send.blocks[1] if len(send.blocks) > 1 else _other(ops, s, si, "send", send.buf).blocks[0]
+        ops[s][si] = _replace(send, blocks=(twin,) + send.blocks[1:])
+    elif how == "misdeliver":
+        # the receiver stores the first block where another block belongs
+        into = recv.into[1:] + recv.into[:1] if len(recv.into) > 1 else \
+            _other(ops, d, ri, "recv", recv.buf).into[:1]
+        ops[d][ri] = _replace(recv, into=into)
     elif how == "drop the message":
         ops[s] = _remove(ops[s], si)
         ops[d] = _remove(ops[d], ri)
@@ -226,17 +243,15 @@ def mutate(sched, msg, how):
     return sched.with_ops(ops, algorithm=f"{sched.algorithm}+{how}")
 
 
-@pytest.mark.parametrize("how", ["lose one block", "duplicate a block", "misdeliver (swap positions)",
-                                 "drop the message", "deliver twice"])
+@pytest.mark.parametrize("how", ["lose one block", "duplicate a block", "misdeliver", "drop the message",
+                                 "deliver twice"])
 @pytest.mark.parametrize("name", FORWARDING)
 def test_forwarded_block_faults_are_reported(name, how):
     sched = FORWARDING[name]()
     verify(sched)
     msgs = forwarded_messages(sched)
     assert msgs, f"{name} forwards nothing"
-    combined = [m for m in msgs if len(sched.ops[m[0]][m[1]].blocks) > 1]
-    picks = (combined or msgs) if how in ("duplicate a block", "misdeliver (swap positions)") else msgs
-    for msg in [picks[0], picks[len(picks) // 2], picks[-1]]:
+    for msg in [msgs[0], msgs[len(msgs) // 2], msgs[-1]]:
         mutant = mutate(sched, msg, how)
         with pytest.raises(VerificationError, match=r"rank \d+"):
             verify(mutant)
@@ -250,7 +265,8 @@ def test_misdelivered_forward_names_rank_and_block():
     recv = ops[d][ri]
     wrong = next(b for b in range(12) if b not in recv.into and b != d)
     ops[d][ri] = _replace(recv, into=(wrong,))
-    with pytest.raises(VerificationError, match=rf"rank {d} data\[{recv.into[0]}\]|rank {d} data\[{wrong}\]"):
+    # both blocks now land on one position: a race, or a wrong block at the end
+    with pytest.raises(VerificationError, match=rf"rank {d}\b.*data\[({wrong}|{recv.into[0]})\]"):
         verify(sched.with_ops(ops))
 
 
@@ -294,7 +310,7 @@ def test_bruck_rotations_are_copies():
 
 
 def test_two_phase_pipelines_phase_2_behind_phase_1():
-    sched = two_phase_schedule(40 * 2 * 2, shape="10x2x2", count=40 * 4)
+    sched = two_phase_schedule(10 * 2 * 2, shape="10x2x2", count=40)
     rnds = list(sched.rounds())
     assert len(rnds) == sched.p - 10
     q = 4
