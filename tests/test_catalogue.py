@@ -44,7 +44,7 @@ def test_verifier_and_reference_agree(case):
         sched = generate(info.collective, info.name, p, count=count_for(info, p), **params)
         verify(sched)
         check_against_reference(sched, integer_inputs(p, sched.count, seed=p), op)
-        if info.noncommutative:
+        if info.noncommutative and not sched.needs.commutative:
             verify(sched, op="noncommutative")
             check_against_reference(sched, affine_inputs(p, sched.count, seed=p), affine)
 

@@ -236,7 +236,7 @@ def cmd_composite(args) -> int:
     n_bytes = args.width * args.height * PIXEL_BYTES
     row = table1_costs(p, n_bytes, k=sched.params.get("k"))[args.algorithm]
     shown = ", ".join(f"{key}={value}" for key, value in sched.params.items())
-    print(f"composite: {args.algorithm}({shown}) on P={p}, {args.width}x{args.height} "
+    print(f"composite: {args.algorithm}{f'({shown})' if shown else ''} on P={p}, {args.width}x{args.height} "
           f"{args.pattern} images, seed {seed}, depth order: {'file ' + str(args.order) if order else 'rank order'}")
     print(f"schedule: {rep.rounds} steps, {rep.messages} messages, at most {_bytes(rep.max_bytes_per_rank)} "
           f"sent by a rank; α-β-γ model {rep.cost}")

@@ -137,16 +137,20 @@ def default_k(p: int, rule: str = "eights") -> list[int]:
     return head + [f for f in factors if f != 2]
 
 
-def _ordered_factorizations(p: int, r: int) -> Iterator[list[int]]:
+def _ordered_factorizations(p: int, r: int, divisors: list[int] | None = None) -> Iterator[list[int]]:
+    """Every k-vector of length ``r`` (radices ≥ 2) with product ``p``, lexicographically."""
+    if divisors is None:
+        divisors = [d for d in range(2, math.isqrt(p) + 1) if p % d == 0]
+        divisors = sorted(set(divisors) | {p // d for d in divisors} | ({p} if p >= 2 else set()))
     if r == 1:
         if p >= 2:
             yield [p]
         return
-    for d in range(2, p + 1):
-        if d ** 1 > p:
+    for d in divisors:
+        if d * 2 > p:
             break
-        if p % d == 0 and p // d >= 2:
-            for rest in _ordered_factorizations(p // d, r - 1):
+        if p % d == 0:
+            for rest in _ordered_factorizations(p // d, r - 1, divisors):
                 yield [d, *rest]
 
 
@@ -166,7 +170,8 @@ def near_k_vectors(p: int, k: Sequence, count: int = 4) -> list[list[int]]:
         cands.extend(itertools.islice(_ordered_factorizations(p, r), 5000))
     def score(f):
         dist = sum(abs(math.log(a) - math.log(b)) for a, b in itertools.zip_longest(f, want, fillvalue=1.0))
-        return (round(dist, 9), abs(len(f) - len(want)), f)
+        prefix = next((i for i, (a, b) in enumerate(zip(f, want)) if a != b), min(len(f), len(want)))
+        return (round(dist, 9), abs(len(f) - len(want)), -prefix, f)
     return sorted(cands, key=score)[:count]
 
 
@@ -998,10 +1003,14 @@ def two_three_swap(p: int, *, depth_order=None, gather_root=None, count: int | N
     result at the end).
 
     Cost for ``p ≠ 2^q`` (IR rounds = message steps): latency
-    α(q + g_max − 1) with ``g_max`` the largest group (3 or 4); bandwidth
-    about βn((g_max − 1)/2 + 1/2 + 1/p), i.e. ≈ 1.5βn for groups of three, and
-    γ about n(g_max − 1)/2 + n/2. Table 1 lists Yu et al.'s bound
-    4α·log2 p + 1.3βn(p − 1)/p instead.
+    α(q + g_max − 1) with ``g_max`` the largest group: 3 when
+    ``p ≤ 1.5·2^q``, else 4. Bandwidth (measured by
+    :func:`topocoll.schedules.report`, p < 300): 1.5βn to 1.8βn with groups
+    of three (a survivor receives two halves in round 0, then n/4 + n/8 + …,
+    and slots of 2 blocks make the halves uneven for small p), 2.0βn to 2.2βn
+    with groups of four; γ alike. Table 1 lists Yu et al.'s bound
+    4α·log2 p + 1.3βn(p − 1)/p instead; :func:`radix_k` with ascending prime
+    factors (§4.4) stays at βn(p − 1)/p for any p.
 
     References
     ----------

@@ -130,8 +130,8 @@ def pairwise_rounds(p: int, leftover: str, nbytes: int):
 
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
            rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", noncommutative=True, paper=PAPER,
-           cost="P = 2^k: log2 P·(α + nβ + nγ); else (⌊log2 P⌋ + 2)(α + nβ) + (⌊log2 P⌋ + 1)nγ",
-           sweep=({"leftover": "neighbours"}, {"leftover": "last"}))
+           sweep=({"leftover": "neighbours"}, {"leftover": "last"}),
+           cost="P = 2^k: log2 P·(α + nβ + nγ); else (⌊log2 P⌋ + 2)(α + nβ) + (⌊log2 P⌋ + 1)nγ")
 def pairwise_exchange(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize: int = 8) -> Schedule:
     """Pairwise exchange (recursive doubling) allreduce for any P.
 
@@ -204,9 +204,9 @@ def pairwise_exchange(p: int, *, leftover: str = "neighbours", count: int = 1, i
 
 @algorithm(collective="barrier", name="butterfly", params={"leftover": "neighbours"},
            rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", noncommutative=True,
+           sweep=({"leftover": "neighbours"}, {"leftover": "last"}),
            paper="Brooks 1986 [6]; End et al. 2016 §III-A (butterfly-allreduce-gaspi)",
-           cost="P = 2^k: log2 P·α; else (⌊log2 P⌋ + 2)α",
-           sweep=({"leftover": "neighbours"}, {"leftover": "last"}))
+           cost="P = 2^k: log2 P·α; else (⌊log2 P⌋ + 2)α")
 def butterfly(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize: int = 0) -> Schedule:
     """Butterfly barrier (Brooks 1986) for any P, via the pairwise-exchange fold.
 

@@ -75,16 +75,23 @@ def serial_reference(schedule: Schedule, inputs, op="sum") -> list[dict[int, np.
     (in the schedule's depth order, if it has one)."""
     func = resolve_operator(op)
     order = schedule.depth_order or range(schedule.p)
+    folds: dict = {}  # every rank of an allreduce expects the same fold: compute it once
+
+    def fold(origin, seq):
+        lo, hi = schedule.bounds[origin], schedule.bounds[origin + 1]
+        acc = None
+        for a, b in seq:
+            for pos in range(a, b):
+                x = inputs[order[pos]][lo:hi]
+                acc = x.copy() if acc is None else func(acc, x)
+        return acc
+
     out = []
     for rank in range(schedule.p):
         blocks = {}
-        for position, (origin, seq) in expected_contributions(schedule, rank).items():
-            lo, hi = schedule.bounds[origin], schedule.bounds[origin + 1]
-            acc = None
-            for a, b in seq:
-                for pos in range(a, b):
-                    x = inputs[order[pos]][lo:hi]
-                    acc = x.copy() if acc is None else func(acc, x)
-            blocks[position] = acc
+        for position, contribution in expected_contributions(schedule, rank).items():
+            if contribution not in folds:
+                folds[contribution] = fold(*contribution)
+            blocks[position] = folds[contribution]
         out.append(blocks)
     return out
