@@ -164,34 +164,73 @@ def cmd_compare(args) -> int:
 
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     alpha, beta, gamma = args.alpha, 1.0 / args.bandwidth, 1.0 / args.reduce_bandwidth
-    print(f"{args.collective} on P={args.procs}, α = {alpha * 1e6:g} µs, "
-          f"β = 1/({args.bandwidth / 1e9:g} GB/s), γ = 1/({args.reduce_bandwidth / 1e9:g} GB/s)")
+    network = _network(args)
+    if network is None:
+        print(f"{args.collective} on P={args.procs}, α-β-γ model: α = {alpha * 1e6:g} µs, "
+              f"β = 1/({args.bandwidth / 1e9:g} GB/s), γ = 1/({args.reduce_bandwidth / 1e9:g} GB/s)")
+    else:
+        router, order, label = network
+        print(f"{args.collective} on P={args.procs}, {label}, α = {alpha * 1e6:g} µs, "
+              f"γ = 1/({args.reduce_bandwidth / 1e9:g} GB/s)")
     for size in sizes:
         rows = []
         for info in catalogue().values():
-            if info.collective != args.collective:
+            if info.collective != args.collective or info.operators == "idempotent":
                 continue
-            params = dict(info.params)
-            params = {k: v for k, v in params.items() if k != "root"}
-            if "n" in params:
-                params["n"] = "auto" if info.name == "nway_dissemination" else params["n"]
-            if not info.supports(args.procs, params) or info.operators == "idempotent":
+            params = {k: v for k, v in info.params.items() if k != "root"}
+            if info.name == "nway_dissemination":
+                params["n"] = "auto"
+            if not info.supports(args.procs, params):
                 continue
             try:
                 sched = generate(info.collective, info.name, args.procs, count=size, itemsize=1, **params)
             except TopocollError:
                 continue
             rep = report(sched)
-            rows.append((rep.cost.time(alpha, beta, gamma), info.name, sched.params, rep))
+            if network is None:
+                rows.append((rep.cost.time(alpha, beta, gamma), info.name, sched.params, rep, None))
+            else:
+                from .sim import static_contention
+
+                est = static_contention(sched, router, order, alpha=alpha, gamma=gamma)
+                rows.append((est.time, info.name, sched.params, rep, est))
         rows.sort(key=lambda r: r[0])
         table = [("rank", "algorithm", "params", "rounds", "msgs/rank", "bytes/rank", "time (model)")]
-        for i, (t, name, params, rep) in enumerate(rows, 1):
+        if network is not None:
+            table[0] += ("congestion", "hottest link")
+        for i, (t, name, params, rep, est) in enumerate(rows, 1):
             shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
-            table.append((str(i), name, shown, str(rep.rounds), str(rep.max_messages_per_rank),
-                          _bytes(rep.max_bytes_per_rank), f"{t * 1e6:.2f} µs"))
+            row = (str(i), name, shown, str(rep.rounds), str(rep.max_messages_per_rank),
+                   _bytes(rep.max_bytes_per_rank), f"{t * 1e6:.2f} µs")
+            if est is not None:
+                hot = est.hot_links[0][0] if est.hot_links else None
+                row += (f"{est.max_congestion:g}×", _link_name(router.topology, hot))
+            table.append(row)
         print(f"\nmessage size {_bytes(size)}:")
         print(_table(table))
     return 0
+
+
+def _network(args):
+    """(router, order, description) from --topology/--routing/--order, or None."""
+    if not getattr(args, "topology", None):
+        return None
+    from .topology import make_router, node_order, parse_topology
+
+    topo = parse_topology(args.topology)
+    router = make_router(topo, args.routing)
+    order = node_order(topo, args.order, seed=args.seed, n_ranks=args.procs)
+    label = (f"{topo.spec} ({topo.n_endpoints} endpoints), routing {router.name}, order {args.order}"
+             + (f" (seed {args.seed})" if args.order == "random" else "")
+             + ", static contention model")
+    return router, order, label
+
+
+def _link_name(topo, link):
+    if link is None:
+        return "-"
+    names = topo.names
+    return f"{names[int(topo.src[link])]}→{names[int(topo.dst[link])]}"
 
 
 def cmd_demo(args) -> int:
@@ -214,13 +253,19 @@ def cmd_demo(args) -> int:
             continue
         op = verify(sched)
         rep = report(sched)
-        print(f"   {sched.label():<52} OK for op={op:<15} {rep.rounds:>2} rounds, "
+        print(f"   {sched.label():<56} OK for op={op:<15} {rep.rounds:>2} rounds, "
               f"split-phase: {'yes' if rep.all_ranks_active_every_round else 'no'}")
     print("\n2. the same algorithms ranked by the α-β-γ model (DDR InfiniBand: α = 1 µs, 2 GB/s):")
     args_compare = argparse.Namespace(collective="allreduce", procs=p, sizes="8,64K,4M", alpha=1e-6,
-                                      bandwidth=2e9, reduce_bandwidth=4e9)
+                                      bandwidth=2e9, reduce_bandwidth=4e9, topology=None)
     cmd_compare(args_compare)
-    print("\n3. the adapted 3-way dissemination at P=8, round by round (End et al. 2016, Table I):")
+    print("\n3. on a network: 144 ranks on a 12-ary 2-tree (DDR InfiniBand, d-mod-k routing), 4 MiB,"
+          "\n   in the routing engine's node order and in a random order (Cavin & Demengeon §5.2):")
+    for order in ("routing", "random"):
+        cmd_compare(argparse.Namespace(collective="allreduce", procs=144, sizes="4M", alpha=1e-6,
+                                       bandwidth=2e9, reduce_bandwidth=4e9, topology="kary:12,2",
+                                       routing="d-mod-k", order=order, seed=1))
+    print("\n4. the adapted 2-way dissemination at P=8, round by round (End et al. 2016, Table I):")
     show = argparse.Namespace(collective="allreduce", algorithm="nway_dissemination", procs=8,
                               param=["n=2"], op=None)
     return cmd_show(show)
@@ -285,6 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bandwidth", type=float, default=2e9, help="link bandwidth in B/s (default 2e9)")
     p.add_argument("--reduce-bandwidth", type=float, default=4e9,
                    help="reduction throughput in B/s (default 4e9)")
+    p.add_argument("--topology", metavar="SPEC",
+                   help="rank on this network with static routing and link contention instead of the "
+                        "α-β-γ model (e.g. kary:12,2, torus:8x8x8, ibnet:FILE; see `topocoll topo`)")
+    p.add_argument("--routing", help="routing engine (default: the topology family's)")
+    p.add_argument("--order", default="identity",
+                   help="node order: identity, routing, random, blocked:2x2x2, hostfile:FILE, ...")
+    p.add_argument("--seed", type=int, default=0, help="seed of a random node order (default 0)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("demo", help="the main job on an embedded default (allreduce on 24 ranks)",
