@@ -463,12 +463,14 @@ def random_permutations(keys: np.ndarray, t: int, n: int) -> np.ndarray:
     return x.astype(np.int64)
 
 
-@algorithm(collective="alltoall", name="randomized", params={"seed": 0}, rounds="P−1",
+@algorithm(collective="alltoall", name="randomized", params={"seed": 0, "packets": 1, "burst": None},
+           rounds="⌈packets/burst⌉·(P−1)",
            noncommutative=True, paper=f"{PAPER} §3 (AR: random injection order)",
-           sweep=({"seed": 0},),
+           sweep=({"seed": 0}, {"seed": 5, "packets": 3, "burst": 2}),
            cost="crossbar: (P−1)α + m·β·Σ_t max_j |{i: π_i(t) = j}| ≥ (P−1)(α + m·β); "
                 "torus eq. 3: P·α + P·(M/8)·(m+h)·β")
-def randomized_alltoall(p: int, *, seed: int = 0, count: int | None = None, itemsize: int = 8) -> Schedule:
+def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int | None = None,
+                        count: int | None = None, itemsize: int = 8) -> Schedule:
     """Randomized-order all-to-all: rank ``i`` sends to its ``P − 1`` peers in
     its own pseudo-random order ``π_i``, seeded.
 
@@ -476,6 +478,10 @@ def randomized_alltoall(p: int, *, seed: int = 0, count: int | None = None, item
     the areas of link contention"; this is the same idea at message
     granularity. In round ``t`` rank ``i`` sends to ``(i + 1 + π_i(t)) mod P``,
     so a rank may receive several messages in one round and none in another.
+    With ``packets = S`` each destination's data is ``S`` packets (blocks
+    ``d·S … d·S + S − 1``) and a visit sends ``burst`` of them: the random
+    order is walked ``⌈S / burst⌉`` times (the burst size is the MPI tuning
+    parameter of §3: packets sent to one destination before moving on).
 
     Parameters
     ----------
@@ -483,8 +489,12 @@ def randomized_alltoall(p: int, *, seed: int = 0, count: int | None = None, item
         Number of ranks.
     seed : int
         Seed of the permutations (shown in the schedule's params and label).
+    packets : int
+        Packets per destination (``count`` must be a multiple of ``p·packets``).
+    burst : int, optional
+        Packets per visit of a destination (default: all of them).
     count : int, optional
-        Elements per rank in total, a multiple of ``p`` (default ``p``).
+        Elements per rank in total, a multiple of ``p`` (default ``p·packets``).
     itemsize : int
         Bytes per element.
 
@@ -493,9 +503,7 @@ def randomized_alltoall(p: int, *, seed: int = 0, count: int | None = None, item
     Crossbar cost ``(P−1)α + m·β·Σ_t max_j load_t(j)`` where ``load_t(j)`` is
     the number of messages rank ``j`` receives in round ``t``: at least
     ``(P−1)(α + m·β)``; the expected largest load grows like ``ln P / ln ln P``
-    (balls into bins): 7.0 times the shift's β term at P = 20,480, seed 0. Packet-level bursts (the MPI tuning parameter of §3) need
-    blocks split into packets, which the alltoall collective definition does
-    not allow yet (one block per destination).
+    (balls into bins): 7.0 times the shift's β term at P = 20,480, seed 0.
 
     References
     ----------
@@ -505,21 +513,65 @@ def randomized_alltoall(p: int, *, seed: int = 0, count: int | None = None, item
     --------
     >>> s = randomized_alltoall(6, seed=3)
     >>> s.label()
-    'alltoall/randomized(p=6, seed=3)'
+    'alltoall/randomized(p=6, seed=3, packets=1, burst=1)'
     >>> from topocoll.verify import verify
     >>> verify(s)
     'noncommutative'
+    >>> verify(randomized_alltoall(5, seed=1, packets=4, burst=3))
+    'noncommutative'
     """
-    p = check_p("alltoall/randomized", p)
-    seed = _int_param("alltoall/randomized", "seed", seed, minimum=0)
-    count, itemsize, m = check_sizes("alltoall/randomized", p, count, itemsize)
+    where = "alltoall/randomized"
+    p = check_p(where, p)
+    seed = _int_param(where, "seed", seed, minimum=0)
+    packets = _int_param(where, "packets", packets, minimum=1)
+    burst = packets if burst is None else _int_param(where, "burst", burst, minimum=1)
+    count, itemsize, m = check_sizes(where, p, p * packets if count is None else count, itemsize)
+    if count % (p * packets):
+        raise SpecError(f"{where}: count={count} is not a multiple of p·packets={p * packets}, "
+                        "expected equal packets")
     keys = permutation_keys(p, seed)
     ranks = np.arange(p, dtype=np.int64)
+    passes = -(-packets // burst)
+    packet_bytes = m // packets
 
     def dst_of_round(t):
         return (ranks + 1 + random_permutations(keys, t, p - 1)) % p
 
-    return _direct_schedule("randomized", p, count, itemsize, m, {"seed": seed}, p - 1, dst_of_round)
+    def packets_of_pass(q):
+        return range(q * burst, min(packets, (q + 1) * burst))
+
+    def ops():
+        b = ScheduleBuilder(p)
+        for i in range(p):
+            others = tuple(d * packets + j for d in range(p) if d != i for j in range(packets))
+            if others:
+                b.copy(i, others, dst="send", src="data", round=0)
+        events: list[list[tuple[int, int, int, int]]] = [[] for _ in range(p)]
+        for q in range(passes):
+            for t in range(p - 1):
+                rnd = q * (p - 1) + t
+                for i, d in enumerate(dst_of_round(t).tolist()):
+                    events[i].append((rnd, 0, d, q))
+                    events[d].append((rnd, 1, i, q))
+        for rank, evs in enumerate(events):
+            for rnd, kind, peer, q in sorted(evs):
+                segs = packets_of_pass(q)
+                if kind == 0:
+                    b.send(rank, peer, [peer * packets + j for j in segs], buf="send", round=rnd)
+                else:
+                    b.recv(rank, peer, [rank * packets + j for j in segs], buf="data",
+                           into=[peer * packets + j for j in segs], round=rnd)
+        return b.build()
+
+    def rounds():
+        rows = _Rows(p)
+        for q in range(passes):
+            nbytes = len(packets_of_pass(q)) * packet_bytes
+            for t in range(p - 1):
+                yield rows.round(q * (p - 1) + t, dst_of_round(t), nbytes, -1)
+
+    return Schedule("alltoall", "randomized", p, count, itemsize, block_bounds(count, p * packets),
+                    {"seed": seed, "packets": packets, "burst": burst}, OperatorNeeds(), ops, rounds)
 
 
 # ---- Bruck ---------------------------------------------------------------

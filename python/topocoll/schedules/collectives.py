@@ -60,6 +60,8 @@ def expected_contributions(schedule: Schedule, rank: int) -> dict[int, Contribut
             return {}
         return {b: (b, ((o, o + 1),)) for b, o in enumerate(block_owner(schedule))}
     if c == "alltoall":
-        # rank d's block s holds what rank s's block d carried
-        return {s: (rank, ((s, s + 1),)) for s in range(p)}
+        # rank d's block s holds what rank s's block d carried; with S packets
+        # per destination (nblocks = P·S) block s·S + j holds packet j of it
+        segs = nb // p
+        return {s * segs + j: (rank * segs + j, ((s, s + 1),)) for s in range(p) for j in range(segs)}
     raise ScheduleError(f"collective={c!r}, expected one of {', '.join(COLLECTIVES)}")

@@ -507,3 +507,26 @@ def test_serial_reference_is_the_transpose():
     inputs = distinct_inputs(3, 6)
     ref = serial_reference(sched, inputs)
     assert np.array_equal(ref[2][0], inputs[0][4:6]) and np.array_equal(ref[0][1], inputs[1][0:2])
+
+
+# ---- packets and bursts of the randomized order (§3, AR strategy) ----------
+
+@pytest.mark.parametrize("p, packets, burst", [(7, 4, 1), (7, 4, 3), (9, 2, 2), (16, 5, 2)])
+def test_randomized_packets_and_bursts(p, packets, burst):
+    from topocoll.schedules import report
+    from topocoll.verify import check_against_reference, integer_inputs
+
+    sched = randomized_alltoall(p, seed=11, packets=packets, burst=burst, count=p * packets * 3, itemsize=2)
+    verify(sched)
+    check_against_reference(sched, integer_inputs(p, sched.count, seed=p), "sum")
+    rep = report(sched)
+    passes = -(-packets // burst)          # ⌈packets / burst⌉ walks of the random order
+    assert rep.rounds == passes * (p - 1)
+    assert rep.bytes_total == p * (p - 1) * packets * 3 * 2
+    first = next(iter(sched.rounds()))
+    assert set(first.nbytes.tolist()) == {min(burst, packets) * 3 * 2}
+
+
+def test_randomized_packets_must_divide_count():
+    with pytest.raises(SpecError, match=r"count=12 is not a multiple of p·packets=18"):
+        randomized_alltoall(6, packets=3, count=12)
