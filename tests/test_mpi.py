@@ -26,7 +26,7 @@ def mpirun(n, *args, timeout=120):
 CASES = [
     ("allreduce", "sum"), ("allreduce", "affine"), ("allreduce", "max"),
     ("reduce", "affine"), ("bcast", "sum"), ("barrier", "max"),
-    ("reduce_scatter", "sum"), ("allgather", "sum"), ("alltoall", "sum"),
+    ("reduce_scatter", "sum"), ("reduce_scatter", "affine"), ("allgather", "sum"), ("alltoall", "sum"),
 ]
 
 

@@ -63,13 +63,17 @@ def execute_mpi(schedule: Schedule, sendbuf: np.ndarray, recvbuf: np.ndarray | N
             lo, hi = schedule.bounds[b], schedule.bounds[b + 1]
             recvbuf[lo:hi] = sendbuf[lo:hi]
     bounds = schedule.bounds
-    buffers = {"data": recvbuf}
+    # scratch buffers hold only the blocks a schedule uses (direct send names
+    # P-1 receive buffers of one block each: full-length copies would be P images)
+    scratch: dict[tuple[str, int], np.ndarray] = {}
 
     def region(name, block):
-        buf = buffers.get(name)
-        if buf is None:
-            buf = buffers[name] = np.empty_like(recvbuf)
-        return buf[bounds[block]:bounds[block + 1]]
+        if name == "data":
+            return recvbuf[bounds[block]:bounds[block + 1]]
+        key = (name, block)
+        if key not in scratch:
+            scratch[key] = np.empty((bounds[block + 1] - bounds[block],) + recvbuf.shape[1:], recvbuf.dtype)
+        return scratch[key]
 
     ops = schedule.ops[rank]
     waiting = [len(o.deps) for o in ops]

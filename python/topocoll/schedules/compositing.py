@@ -372,71 +372,6 @@ def _group_ops(b: ScheduleBuilder, *, ranks: Sequence[int], pieces: dict[int, tu
             prev = tuple(now)
 
 
-# ---- the out-of-order rule, vectorised: which receives the γ term counts ----------------------
-#
-# ``RoundArrays.reduced`` counts the bytes of a receive that a later Reduce reads as its source
-# while the received value is still untouched (ir.rounds_from_ops). Under the rule above that is
-# every receive except the first piece of a buffered run into whose buffer a later piece is
-# composited (its bytes are composited as that Reduce's destination, which the IR does not count).
-
-def uncounted_step(d, g):
-    """Closed form for members given front to back (depth key = member index):
-    responsible member ``d`` of a group of ``g`` hears ``g − 1, g − 2, …`` after
-    ``d − 1, …, 0``; the piece of ``g − 1`` starts a run that grows while
-    buffered iff ``d ≤ g − 4``. Returns the step of that receive, or 0 for none."""
-    d, g = np.asarray(d), np.asarray(g)
-    return np.where(d <= g - 4, d + 1, 0)
-
-
-def uncounted_bitmap(order: np.ndarray, *, chunk_elements: int = 1 << 22) -> np.ndarray:
-    """Uncounted receives of the rank-order shift pattern (direct send,
-    shift-based) under an arbitrary depth order, as a bitmap ``[step, rank]``
-    (``np.packbits(..., bitorder="little")`` along ranks).
-
-    Rank ``d`` hears rank ``(d − s) mod p`` at step ``s``, so the piece of
-    depth key ``κ`` arrives at ``T(κ) = (d − order[κ]) mod p`` (its own key at
-    0). A piece with no arrived neighbour starts a run; at the arrival of its
-    first neighbour λ (the other neighbour of λ is μ) the run's buffer becomes a
-    destination — and the receive uncounted — if μ has not arrived, or if μ's
-    run is not the accumulated result and the starter is in front of λ.
-    Vectorised over chunks of ranks: O(p²) work, O(p²/8) bytes.
-    """
-    p = order.size
-    pos = _positions(order)
-    bitmap = np.zeros((p, (p + 7) // 8), dtype=np.uint8)
-    rows = max(8, (chunk_elements // max(p, 1)) // 8 * 8)
-    keys = np.arange(p, dtype=np.int64)
-    inf = np.int64(2 * p + 2)
-    for d0 in range(0, p, rows):
-        ranks = np.arange(d0, min(p, d0 + rows), dtype=np.int64)
-        n = ranks.size
-        t = (ranks[:, None] - order[None, :]) % p
-        q = pos[ranks][:, None]
-        tl = np.full_like(t, inf); tl[:, 1:] = t[:, :-1]
-        tr = np.full_like(t, inf); tr[:, :-1] = t[:, 1:]
-        tll = np.full_like(t, inf); tll[:, 2:] = t[:, :-2]
-        trr = np.full_like(t, inf); trr[:, :-2] = t[:, 2:]
-        starter = (tl > t) & (tr > t) & (t > 0)
-        first = np.minimum(tl, tr)
-        left_first = tl < tr                                  # λ = κ − 1, μ = κ − 2
-        mu_time = np.where(left_first, tll, trr)
-        mu_arrived = mu_time < first
-        right_side = keys[None, :] >= q
-        rmax = np.maximum.accumulate(np.where(right_side, t, 0), axis=1)           # max T on [q, j]
-        lmax = np.maximum.accumulate(np.where(keys[None, :] <= q, t, 0)[:, ::-1], axis=1)[:, ::-1]
-        mu = np.clip(keys[None, :] + np.where(left_first, -2, 2), 0, p - 1)
-        reach = np.where(left_first, np.take_along_axis(rmax, mu, axis=1),
-                         np.take_along_axis(lmax, mu, axis=1))
-        beyond = np.where(left_first, q <= mu, q >= mu)
-        accumulated = beyond & (reach < first)
-        uncounted = starter & (~mu_arrived | (~accumulated & ~left_first))
-        r_idx, k_idx = np.nonzero(uncounted)
-        block = np.zeros((p, ((n + 7) // 8) * 8), dtype=bool)
-        block[t[r_idx, k_idx], r_idx] = True
-        bitmap[:, d0 // 8: d0 // 8 + block.shape[1] // 8] = np.packbits(block, axis=1, bitorder="little")
-    return bitmap
-
-
 # ---- the common frame: blocks, result pieces, optional gather --------------------------------
 
 def _block_bytes(count: int, p: int, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
@@ -506,7 +441,6 @@ def _shift_pattern(name: str, p: int, count: int, itemsize: int, order: np.ndarr
     ``(i + s) mod p`` to rank ``(i + s) mod p`` (the shift permutation, in
     physical rank order whatever the depth order)."""
     pos = _positions(order)
-    identity = _identity(order)
     _, bb = _block_bytes(count, p, itemsize)
 
     def build():
@@ -517,15 +451,9 @@ def _shift_pattern(name: str, p: int, count: int, itemsize: int, order: np.ndarr
 
     def rounds():
         dst = np.arange(p, dtype=np.int64)
-        bitmap = None if identity or p < 4 else uncounted_bitmap(order)
         for s in range(1, p):
-            reduced = bb.copy()
-            if identity:
-                if s - 1 <= p - 4:
-                    reduced[s - 1] = 0
-            elif bitmap is not None:
-                reduced[np.unpackbits(bitmap[s], bitorder="little")[:p].astype(bool)] = 0
-            yield _rows(s - 1, (dst - s) % p, dst, bb, s - 2 if lockstep and s >= 2 else -1, reduced)
+            # every arriving piece is composited: γ counts all received bytes
+            yield _rows(s - 1, (dst - s) % p, dst, bb, s - 2 if lockstep and s >= 2 else -1, bb)
 
     return _frame(name, p, count, itemsize, order, gather_root, {}, build, rounds,
                   np.arange(p, dtype=np.int64), max(p - 1, 0))
@@ -798,9 +726,8 @@ def radix_k(p: int, *, k="eights", depth_order=None, gather_root=None, count: in
                 d = (c + s) % radix
                 lo = base + d * sub
                 nbytes = prefix[lo + sub] - prefix[lo]
-                reduced = np.where(uncounted_step(d, radix) == s, 0, nbytes)
                 yield _rows(step0 + s - 1, order[v], order[v + (d - c) * stride], nbytes,
-                            step0 - 1, reduced)
+                            step0 - 1, nbytes)
             base += c * sub
             stride *= radix
             step0 += radix - 1
@@ -1081,7 +1008,7 @@ def two_three_swap(p: int, *, depth_order=None, gather_root=None, count: int | N
                 src.append(order[starts[live] + c])
                 dst.append(order[starts[live] + d])
                 nbytes.append(nb)
-                reduced.append(np.where(uncounted_step(d, sizes[live]) == s, 0, nb))
+                reduced.append(nb)
             yield _rows(s - 1, np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes), -1,
                         np.concatenate(reduced))
         u = np.arange(survivors, dtype=np.int64)

@@ -100,7 +100,8 @@ class Circulant:
         write-after-write) and :func:`~topocoll.schedules.ir.rounds_from_ops`:
         ``dep_round`` is the latest receive round a send transitively waits
         for; a receive counts once for every reduction that reads it as source
-        before its buffer is written again.
+        before its buffer is written again, and once if a reduction combines
+        into it in place.
         """
         writer_latest: dict[str, int] = {}
         reader_latest: dict[str, int] = {}
@@ -136,7 +137,8 @@ class Circulant:
                 note_write(dst, latest)
                 if src in recv_writer:
                     reduced[recv_writer[src]] += 1
-                recv_writer.pop(dst, None)
+                if dst in recv_writer:  # a received piece reduced into in place
+                    reduced[recv_writer.pop(dst)] += 1
             else:
                 dst, src = step[2], step[3]
                 latest = max(writer_latest.get(src, -1), writer_latest.get(dst, -1),

@@ -262,7 +262,8 @@ def _latest_recv_round(rank_ops: list[Op]) -> list[int]:
 
 
 def _reduced_receives(ops: list[list[Op]], block_bytes: np.ndarray) -> dict[tuple[int, int], int]:
-    """(rank, recv index) -> bytes of that receive later read by a Reduce."""
+    """(rank, recv index) -> bytes of that receive a later Reduce combines
+    (as its source, or as the destination another piece is reduced into)."""
     out: dict[tuple[int, int], int] = {}
     for rank, rank_ops in enumerate(ops):
         writer: dict[tuple[str, int], int] = {}
@@ -271,11 +272,11 @@ def _reduced_receives(ops: list[list[Op]], block_bytes: np.ndarray) -> dict[tupl
                 for b in op.into:
                     writer[(op.buf, b)] = idx
             elif op.kind == "reduce":
+                # a received piece is reduced whether it enters as the source or
+                # is the destination another piece is composited into
                 for b in op.blocks:
-                    w = writer.get((op.src, b))
-                    if w is not None:
+                    for w in {writer.get((op.src, b)), writer.pop((op.dst, b), None)} - {None}:
                         out[(rank, w)] = out.get((rank, w), 0) + int(block_bytes[b])
-                    writer.pop((op.dst, b), None)
             elif op.kind == "copy":
                 for b in op.blocks:
                     writer.pop((op.dst, b), None)

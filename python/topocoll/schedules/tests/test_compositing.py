@@ -15,7 +15,7 @@ from topocoll.schedules import compositing as comp
 from topocoll.schedules import report
 from topocoll.schedules.compositing import (
     binary_swap, default_k, direct_send, parallel_pipeline, radix_k, radix_k_groups, shift_based,
-    table1_costs, two_three_swap, uncounted_bitmap, uncounted_step,
+    table1_costs, two_three_swap,
 )
 from topocoll.schedules.ir import LEFT, RIGHT, Schedule, ScheduleBuilder, block_bounds, rounds_from_ops
 from topocoll.schedules.registry import catalogue, generate
@@ -203,17 +203,6 @@ def test_array_view_equals_per_rank_view(name):
     if name == "radix_k":
         for k in ([2, 3, 4], [6, 4], [3, 8], [24]):
             views_agree(radix_k(24, k=k, count=100, depth_order=rng.sample(range(24), 24)))
-
-
-def test_uncounted_bitmap_matches_closed_form_in_rank_order():
-    for p in (4, 5, 9, 40):
-        bits = np.unpackbits(uncounted_bitmap(np.arange(p)), axis=1, bitorder="little")[:, :p]
-        want = np.zeros((p, p), dtype=np.uint8)
-        for d in range(p):
-            s = int(uncounted_step(d, p))
-            if s:
-                want[s, d] = 1
-        assert (bits == want).all()
 
 
 # ---- identities: radix-k unifies binary swap and direct send (§3.2) ----------------------------

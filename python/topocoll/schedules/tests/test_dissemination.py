@@ -350,5 +350,6 @@ def test_array_view_closed_forms(p, n):
         assert (rnd.src != rnd.dst).all()
     unadapted = report(nway_dissemination_unadapted(p, n=n, count=3))
     assert unadapted.rounds == k and unadapted.all_ranks_active_every_round
-    if p > n + 1:
-        assert unadapted.messages == p * n * k
+    # eq. (1) peers p + i(n+1)^(l-1) mod P, each distinct non-self peer once
+    distinct = sum(len({i * (n + 1) ** (l - 1) % p for i in range(1, n + 1)} - {0}) for l in range(1, k + 1))
+    assert unadapted.messages == p * distinct
