@@ -146,9 +146,14 @@ def cmd_show(args) -> int:
         print("\n".join(transfers.get(rnd, ["    (no messages)"])))
         print("  partial results after it:")
         for rank, mem in enumerate(memories):
-            held = sorted((b, v) for (buf, b), v in mem.items() if buf == "data")
-            shown = "  ".join((f"[{b}] " if sched.nblocks > 1 else "") + format_seq(v.seq) for b, v in held)
-            print(f"    rank {rank:>3}: {shown or '-'}")
+            # the result buffer first, then scratch buffers (partial results kept aside)
+            names = sorted({buf for buf, _ in mem}, key=lambda name: (name != "data", name))
+            parts = []
+            for name in names:
+                held = sorted((b, v) for (buf, b), v in mem.items() if buf == name)
+                text = " ".join((f"[{b}]" if sched.nblocks > 1 else "") + format_seq(v.seq) for b, v in held)
+                parts.append(text if name == "data" else f"{name}: {text}")
+            print(f"    rank {rank:>3}: {' | '.join(parts) or '-'}")
 
     try:
         op = verify(sched, args.op, on_round_end=on_round_end, on_transfer=on_transfer)
@@ -204,7 +209,7 @@ def cmd_compare(args) -> int:
                    _bytes(rep.max_bytes_per_rank), f"{t * 1e6:.2f} µs")
             if est is not None:
                 hot = est.hot_links[0][0] if est.hot_links else None
-                row += (f"{est.max_congestion:g}×", _link_name(router.topology, hot))
+                row += (f"{est.max_congestion:.3g}×", _link_name(router.topology, hot))
             table.append(row)
         print(f"\nmessage size {_bytes(size)}:")
         print(_table(table))
@@ -334,8 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rank on this network with static routing and link contention instead of the "
                         "α-β-γ model (e.g. kary:12,2, torus:8x8x8, ibnet:FILE; see `topocoll topo`)")
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
-    p.add_argument("--order", default="identity",
-                   help="node order: identity, routing, random, blocked:2x2x2, hostfile:FILE, ...")
+    p.add_argument("--order", default="routing",
+                   help="node order: routing (the routing engine's, default), identity, random, "
+                        "blocked:2x2x2, hostfile:FILE, slurm:FILE")
     p.add_argument("--seed", type=int, default=0, help="seed of a random node order (default 0)")
     p.set_defaults(func=cmd_compare)
 
