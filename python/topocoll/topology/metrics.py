@@ -242,12 +242,10 @@ def bisection_bandwidth(topology: Topology) -> float | None:
         g, a, pp = P["g"], P["a"], P["p"]
         if g > 1:
             half = set(range(g // 2))
-            grp = lambda v: (v - n) // a
             mask = (t.src >= n) & (t.dst >= n)
             s_g = (t.src[mask].astype(np.int64) - n) // a
             d_g = (t.dst[mask].astype(np.int64) - n) // a
             cut = np.sum(np.isin(s_g, list(half)) & ~np.isin(d_g, list(half)))
-            del grp
             return float(min(cut * b, (g // 2) * a * pp * b))
         return float(a // 2 * (a - a // 2) * b)
     return None

@@ -147,8 +147,7 @@ def _top_switches(topology):
 
 def _n_top(topology):
     import math
-    m, w = topology.params["m"], topology.params["w"]
-    return math.prod(w)
+    return math.prod(topology.params["w"])
 
 
 def make_router(topology: Topology, name: str | None = None, **options) -> Router:

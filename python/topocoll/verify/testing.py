@@ -52,3 +52,25 @@ def check_against_reference(schedule, inputs, op) -> None:
             if not np.array_equal(got, want):
                 raise AssertionError(
                     f"{schedule.label()}: rank {rank} block {position} = {got[:4]}..., expected {want[:4]}...")
+
+
+def round_rows(rnd, *, ordered: bool = False) -> list[tuple[int, int, int, int, int]]:
+    """A round of the array view as ``(src, dst, nbytes, dep_round, reduced)``
+    rows, sorted unless ``ordered`` (then in the generator's own row order)."""
+    rows = list(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
+                    rnd.dep_round.tolist(), rnd.reduced.tolist()))
+    return rows if ordered else sorted(rows)
+
+
+def assert_views_equal(schedule, *, ordered: bool = False) -> None:
+    """The generator's vectorised array view equals the one derived from its
+    per-rank operations (:func:`~topocoll.schedules.ir.rounds_from_ops`),
+    round by round; empty rounds are ignored."""
+    from ..schedules.ir import rounds_from_ops
+
+    fast = [r for r in schedule.rounds() if len(r)]
+    slow = [r for r in rounds_from_ops(schedule.ops, schedule.block_bytes) if len(r)]
+    assert [r.round for r in fast] == [r.round for r in slow], f"{schedule.label()}: round numbers differ"
+    for a, b in zip(fast, slow):
+        assert round_rows(a, ordered=ordered) == round_rows(b, ordered=ordered), \
+            f"{schedule.label()} round {a.round}: array view differs from the per-rank ops"

@@ -24,9 +24,9 @@ from topocoll.schedules.alltoall_cost import (
     BLUE_GENE_L_AR, BLUE_GENE_L_VMESH, changeover_bytes, contention_factor, crossbar_cost, direct_torus_time,
     peak_time, two_phase_torus_time, virtual_mesh_torus_time,
 )
-from topocoll.schedules.ir import rounds_from_ops
 from topocoll.verify import execute, serial_reference, verify
 from topocoll.verify.replay import match
+from topocoll.verify.testing import assert_views_equal
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,17 +45,6 @@ GENERATORS = {
 COST_NAME = {"bruck_k3": "bruck", "virtual_mesh_3d": "virtual_mesh"}
 
 
-def rows(rnd):
-    return sorted(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
-                      rnd.dep_round.tolist(), rnd.reduced.tolist()))
-
-
-def assert_views_equal(sched):
-    fast = [r for r in sched.rounds() if len(r)]
-    slow = [r for r in rounds_from_ops(sched.ops, sched.block_bytes) if len(r)]
-    assert [r.round for r in fast] == [r.round for r in slow], sched.label()
-    for a, b in zip(fast, slow):
-        assert rows(a) == rows(b), f"{sched.label()} round {a.round}"
 
 
 def distinct_inputs(p, count, dtype=np.int64):

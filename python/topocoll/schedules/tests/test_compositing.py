@@ -17,9 +17,10 @@ from topocoll.schedules.compositing import (
     binary_swap, default_k, direct_send, parallel_pipeline, radix_k, radix_k_groups, shift_based,
     table1_costs, two_three_swap,
 )
-from topocoll.schedules.ir import LEFT, RIGHT, Schedule, ScheduleBuilder, block_bounds, rounds_from_ops
+from topocoll.schedules.ir import LEFT, RIGHT, Schedule, ScheduleBuilder, block_bounds
 from topocoll.schedules.registry import catalogue, generate
 from topocoll.verify import execute, verify
+from topocoll.verify.testing import assert_views_equal, round_rows
 
 GENERATORS = {
     "direct_send": direct_send, "binary_swap": binary_swap, "two_three_swap": two_three_swap,
@@ -94,21 +95,10 @@ def relative_error(got, want):
     return float(np.abs(got.astype(np.float64) - want).max()) / (scale or 1.0)
 
 
-def rows(rnd):
-    return sorted(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(), rnd.dep_round.tolist(),
-                      rnd.reduced.tolist()))
-
-
-def views_agree(schedule):
-    fast = [r for r in schedule.rounds() if len(r)]
-    slow = [r for r in rounds_from_ops(schedule.ops, schedule.block_bytes) if len(r)]
-    assert [r.round for r in fast] == [r.round for r in slow], schedule.label()
-    for a, b in zip(fast, slow):
-        assert rows(a) == rows(b), f"{schedule.label()} round {a.round}: array view differs from ops"
 
 
 def all_rows(schedule):
-    return [(r.round, rows(r)) for r in schedule.rounds() if len(r)]
+    return [(r.round, round_rows(r)) for r in schedule.rounds() if len(r)]
 
 
 # ---- the symbolic verifier -------------------------------------------------------------------
@@ -198,11 +188,11 @@ def test_array_view_equals_per_rank_view(name):
             continue
         order = list(range(p))
         rng.shuffle(order)
-        views_agree(GENERATORS[name](p, count=3 * p + 1))
-        views_agree(GENERATORS[name](p, count=2 * p - 1, depth_order=order, gather_root=0))
+        assert_views_equal(GENERATORS[name](p, count=3 * p + 1))
+        assert_views_equal(GENERATORS[name](p, count=2 * p - 1, depth_order=order, gather_root=0))
     if name == "radix_k":
         for k in ([2, 3, 4], [6, 4], [3, 8], [24]):
-            views_agree(radix_k(24, k=k, count=100, depth_order=rng.sample(range(24), 24)))
+            assert_views_equal(radix_k(24, k=k, count=100, depth_order=rng.sample(range(24), 24)))
 
 
 # ---- identities: radix-k unifies binary swap and direct send (§3.2) ----------------------------

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from topocoll.errors import SpecError, VerificationError
 from topocoll.schedules import pairwise, report
-from topocoll.schedules.ir import rounds_from_ops
 from topocoll.schedules.pairwise import butterfly, butterfly_virtual, fold_plan, pairwise_exchange
 from topocoll.verify import check_against_reference, integer_inputs, verify
+from topocoll.verify.testing import assert_views_equal, round_rows
 
 PS = range(1, 131)
 MODULUS = 1_000_003
@@ -35,17 +35,6 @@ def is_power_of_two(p):
     return p & (p - 1) == 0
 
 
-def rows(rnd):
-    return sorted(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
-                      rnd.dep_round.tolist(), rnd.reduced.tolist()))
-
-
-def assert_views_equal(sched):
-    fast = [r for r in sched.rounds() if len(r)]
-    slow = [r for r in rounds_from_ops(sched.ops, sched.block_bytes) if len(r)]
-    assert [r.round for r in fast] == [r.round for r in slow], sched.label()
-    for a, b in zip(fast, slow):
-        assert rows(a) == rows(b), f"{sched.label()} round {a.round}"
 
 
 @pytest.mark.parametrize("p", PS)
@@ -116,7 +105,7 @@ def test_butterfly_barrier_every_rank_hears_from_all(p):
 
 def test_figure_1_right_pairwise_exchange_p5():
     # rank 4 folds into 0, ranks 0..3 run the butterfly, 0 hands the result back
-    got = [(r.round, rows(r)) for r in pairwise_exchange(5, leftover="last", count=1, itemsize=8).rounds()]
+    got = [(r.round, round_rows(r)) for r in pairwise_exchange(5, leftover="last", count=1, itemsize=8).rounds()]
     pairs = [(rnd, [(s, d) for s, d, *_ in rr]) for rnd, rr in got]
     assert pairs == [
         (0, [(4, 0)]),
@@ -128,7 +117,7 @@ def test_figure_1_right_pairwise_exchange_p5():
 
 def test_figure_1_left_virtual_processes_p5():
     # "Processes 0 to 2 act as if they were additional processes 5, 6 and 7"
-    pairs = [sorted({(s, d) for s, d, *_ in rows(r)}) for r in butterfly_virtual(5).rounds()]
+    pairs = [sorted({(s, d) for s, d, *_ in round_rows(r)}) for r in butterfly_virtual(5).rounds()]
     assert pairs[0] == [(0, 1), (0, 4), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2), (4, 0)]   # 4<->5, 6<->7
     assert pairs[1] == [(0, 2), (1, 3), (1, 4), (2, 0), (3, 1), (4, 1)]                   # 5<->7, 4<->6
     assert pairs[2] == [(0, 1), (0, 4), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2), (4, 0)]   # 1<->5, 2<->6, 3<->7

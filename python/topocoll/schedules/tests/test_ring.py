@@ -13,10 +13,9 @@ from hypothesis import strategies as st
 
 from topocoll.errors import SpecError, VerificationError
 from topocoll.schedules import report, ring
-from topocoll.schedules.ir import rounds_from_ops
 from topocoll.schedules.ring import rabenseifner, ring_allgather, ring_allreduce, ring_reduce_scatter
-from topocoll.verify import check_against_reference, execute, integer_inputs, verify
-from topocoll.verify.reference import resolve_operator
+from topocoll.verify import check_against_reference, integer_inputs, verify
+from topocoll.verify.testing import assert_views_equal, round_rows
 
 MODULUS = 1_000_003
 # the ring's per-rank schedules grow as P²: every P up to 24, then a spread up
@@ -34,33 +33,6 @@ def matrix_inputs(p, count, seed):
     return [rng.integers(0, MODULUS, (count, 2, 2), dtype=np.int64) for _ in range(p)]
 
 
-def check_allreduce(sched, inputs, op):
-    """execute() equals the serial left fold of all inputs on every rank.
-
-    Up to P = 48 through serial_reference(); above, one whole-vector fold
-    (serial_reference refolds every block for every rank: P²·blocks ops)."""
-    if sched.p <= 48:
-        check_against_reference(sched, inputs, op)
-        return
-    func = resolve_operator(op)
-    want = inputs[0]
-    for x in inputs[1:]:
-        want = func(want, x)
-    for rank, got in enumerate(execute(sched, inputs, op)):
-        assert np.array_equal(got, want), f"{sched.label()}: rank {rank} differs from the serial reduction"
-
-
-def rows(rnd):
-    return sorted(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
-                      rnd.dep_round.tolist(), rnd.reduced.tolist()))
-
-
-def assert_views_equal(sched):
-    fast = [r for r in sched.rounds() if len(r)]
-    slow = [r for r in rounds_from_ops(sched.ops, sched.block_bytes) if len(r)]
-    assert [r.round for r in fast] == [r.round for r in slow], sched.label()
-    for a, b in zip(fast, slow):
-        assert rows(a) == rows(b), f"{sched.label()} round {a.round}"
 
 
 @pytest.mark.parametrize("p", RING_PS)
@@ -68,9 +40,9 @@ def test_ring_allreduce(p):
     count = 2 * p + 3 if p < 40 else p - 1 or 1      # uneven blocks; empty ones for large P
     sched = ring_allreduce(p, count=count)
     assert verify(sched) == ("sum" if p > 2 else "noncommutative")
-    check_allreduce(sched, integer_inputs(p, count, seed=p), "sum")
+    check_against_reference(sched, integer_inputs(p, count, seed=p), "sum")
     if p <= 24:
-        check_allreduce(sched, integer_inputs(p, count, seed=p), "max")
+        check_against_reference(sched, integer_inputs(p, count, seed=p), "max")
     assert report(sched).rounds == 2 * (p - 1)
 
 
@@ -108,8 +80,8 @@ def test_rabenseifner_noncommutative(p):
     count = p + 3                                    # uneven over 2^⌊log2 P⌋ blocks
     sched = rabenseifner(p, count=count)
     assert verify(sched) == "noncommutative"
-    check_allreduce(sched, integer_inputs(p, count, seed=p), "sum")
-    check_allreduce(sched, matrix_inputs(p, count, seed=p), matrix_product)
+    check_against_reference(sched, integer_inputs(p, count, seed=p), "sum")
+    check_against_reference(sched, matrix_inputs(p, count, seed=p), matrix_product)
     k = math.floor(math.log2(p))
     assert report(sched).rounds == (2 * k if p == 2**k else 2 * k + 2)
 
@@ -132,8 +104,8 @@ def test_rabenseifner_ownership_after_halving():
         assert last == [(int(f"{n:03b}"[::-1], 2),)]
     halving = list(sched.rounds())[:k]
     assert [sorted(set(r.nbytes.tolist())) for r in halving] == [[4], [2], [1]]
-    assert rows(halving[0])[:2] == [(0, 1, 4, -1, 4), (1, 0, 4, -1, 4)]
-    assert rows(halving[2])[:2] == [(0, 4, 1, 1, 1), (1, 5, 1, 1, 1)]
+    assert round_rows(halving[0])[:2] == [(0, 1, 4, -1, 4), (1, 0, 4, -1, 4)]
+    assert round_rows(halving[2])[:2] == [(0, 4, 1, 1, 1), (1, 5, 1, 1, 1)]
 
 
 @pytest.mark.parametrize("p", range(1, 41))

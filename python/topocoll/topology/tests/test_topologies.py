@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from topocoll.errors import SpecError
-from topocoll.topology import crossbar, dragonfly, kary_n_tree, parse_topology, pgft, torus
+from topocoll.topology import crossbar, dragonfly, kary_n_tree, parse_topology, pgft
 
 
 def cables_are_full_duplex(t):
