@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from peak_rss import CHILD_PRELUDE
+
 COMMAND = ".venv/bin/python benchmarks/run.py --only alltoall"
 P = 20480
 CASES = {
@@ -26,7 +28,7 @@ CASES = {
     "randomized (seed 0), P = 20,480": f"randomized_alltoall({P}, seed=0, count={P}, itemsize=1)",
 }
 CHILD = """
-import json, resource, time
+import json, time
 from topocoll.schedules.alltoall import shift_alltoall, two_phase_schedule, randomized_alltoall
 from topocoll.schedules.metrics import report
 start = time.perf_counter()
@@ -42,14 +44,14 @@ else:
         nbytes += int(rnd.nbytes.sum())
     out = dict(rounds=rounds, transfers=transfers, bytes=nbytes, cost="")
 out["wall_s"] = time.perf_counter() - start
-out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+out["peak_rss_bytes"] = peak_rss()
 out["params"] = sched.label()
 print(json.dumps(out))
 """
 
 
 def measure(expr: str, use_report: bool) -> dict:
-    code = CHILD.format(expr=expr, use_report=use_report)
+    code = CHILD_PRELUDE + CHILD.format(expr=expr, use_report=use_report)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     return json.loads(proc.stdout.strip().splitlines()[-1])

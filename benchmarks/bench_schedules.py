@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+from peak_rss import CHILD_PRELUDE
+
 CASES = [
     ("allreduce", "binomial", 2**20, {}),
     ("reduce", "binomial", 2**20, {"root": 5}),
@@ -26,13 +28,13 @@ CASES = [
 ]
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from topocoll.schedules import generate, report
 collective, name, p, params = json.loads(sys.argv[1])
 start = time.perf_counter()
 rep = report(generate(collective, name, p, count=p if name in ("ring", "rabenseifner") else 1024, **params))
 wall = time.perf_counter() - start
-print(json.dumps({"wall": wall, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+print(json.dumps({"wall": wall, "rss": peak_rss(),
                   "rounds": rep.rounds, "messages": rep.messages}))
 """
 
@@ -41,7 +43,7 @@ def run() -> str:
     rows = ["| collective | algorithm | P | params | rounds | messages | wall (s) | peak RSS (MiB) | target |",
             "|---|---|---|---|---|---|---|---|---|"]
     for collective, name, p, params in CASES:
-        proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps([collective, name, p, params])],
+        proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + CHILD, json.dumps([collective, name, p, params])],
                               capture_output=True, text=True)
         shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
         if proc.returncode != 0:

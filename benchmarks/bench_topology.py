@@ -16,17 +16,19 @@ import subprocess
 import sys
 import time
 
+from peak_rss import CHILD_PRELUDE
+
 COMMAND = "python benchmarks/run.py --only topology"
 
 _MINHOP_CHILD = r"""
-import json, resource, time
+import json, time
 from topocoll.topology import parse_topology, make_router, node_order, pattern_pairs, link_loads
 t = parse_topology("table1:20736")
 start = time.perf_counter()
 r = make_router(t, "min-hop")
 seconds = time.perf_counter() - start
 loads = link_loads(r, *pattern_pairs("shift:1", node_order(t, "routing")))
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+rss = peak_rss()
 print(json.dumps({"seconds": seconds, "peak_rss": rss, "table_bytes": int(t.n_switches) * int(t.n_endpoints) * 4,
                   "shift1_max_load": float(loads.max())}))
 """
@@ -66,7 +68,7 @@ def run() -> str:
     rows.append(("effective bisection bandwidth, table1:3456, d-mod-k, 1,000 bisections (seed 0)",
                  f"{seconds:.2f} s", "<= 30 s", f"eBB {100 * e.mean:.1f}% (std {100 * e.std:.1f}%)"))
 
-    proc = subprocess.run([sys.executable, "-c", _MINHOP_CHILD], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + _MINHOP_CHILD], capture_output=True, text=True, check=True)
     m = json.loads(proc.stdout)
     rows.append(("min-hop tables, table1:20736 as a generic graph", f"{m['seconds']:.2f} s", "<= 60 s",
                  f"peak RSS {m['peak_rss'] / 2**30:.2f} GiB (<= 4 GiB); tables {m['table_bytes'] / 2**20:.0f} MiB; "
