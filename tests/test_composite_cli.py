@@ -143,3 +143,11 @@ def test_composite_bad_input(call, fragment):
     with pytest.raises(SpecError) as err:
         call()
     assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_zbuffer_verb(capsys):
+    assert main(["composite", "-P", "6", "--algorithm", "radix_k", "--k", "3,2", "--width", "20",
+                 "--height", "10", "--pattern", "random", "--seed", "4", "--operator", "zbuffer", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "z-buffer (seeded random depths)" in out and "seed 4" in out
+    assert "check: OK, relative error 0 against a serial zbuffer-composition" in out

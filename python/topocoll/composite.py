@@ -101,8 +101,37 @@ def _over_operator(dtype, threads):
     return lambda front, back: over_numpy(front, back)
 
 
+OPERATORS = ("over", "zbuffer")
+
+
+def _with_depth(flat, shape, depths):
+    """RGBA pixels plus their depth as a fifth channel, so a block of pixels
+    carries its depths through the schedule."""
+    if depths is None:
+        raise SpecError("composite: operator='zbuffer' without depths, expected one depth map per rank")
+    depths = list(depths)
+    if len(depths) != len(flat):
+        raise SpecError(f"composite: {len(depths)} depth maps, expected one per image ({len(flat)})")
+    out = []
+    for rank, (pixels, depth) in enumerate(zip(flat, depths)):
+        depth = np.asarray(depth)
+        if depth.shape != tuple(shape[:-1]):
+            raise SpecError(f"composite: depth map of rank {rank} has shape {depth.shape}, "
+                            f"expected {tuple(shape[:-1])}")
+        out.append(np.concatenate([pixels, depth.reshape(-1, 1).astype(pixels.dtype)], axis=1))
+    return out
+
+
+def _zbuffer_pixels(a, b):
+    """z-buffer on (n, 5) RGBA + depth pixels (commutative, associative)."""
+    from .imaging import zbuffer_numpy
+
+    color, depth = zbuffer_numpy(a[:, :4], a[:, 4], b[:, :4], b[:, 4])
+    return np.concatenate([color, depth[:, None]], axis=1)
+
+
 def composite(images, algorithm: str, k=None, order=None, threads=None, *, check: bool = True,
-              gather_root: int | None = None) -> CompositeResult:
+              gather_root: int | None = None, operator: str = "over", depths=None) -> CompositeResult:
     """Composite ``images`` (one per rank) with a compositing schedule.
 
     Parameters
@@ -125,6 +154,13 @@ def composite(images, algorithm: str, k=None, order=None, threads=None, *, check
     gather_root : int, optional
         Run the schedule with its final gather to this rank (an ordered
         reduce) and take the picture from there.
+    operator : {"over", "zbuffer"}
+        ``"zbuffer"`` keeps the nearest fragment per pixel
+        (:func:`topocoll.imaging.zbuffer_numpy`, commutative); it needs
+        ``depths``, and ``order`` does not apply.
+    depths : sequence of ndarray, optional
+        With ``"zbuffer"``: one depth map per rank, shaped like an image
+        without its channel axis (smaller is nearer).
 
     Returns
     -------
@@ -162,6 +198,15 @@ def composite(images, algorithm: str, k=None, order=None, threads=None, *, check
 
     flat, shape = _pixels(images)
     p, n, dtype = len(flat), flat[0].shape[0], flat[0].dtype
+    if operator not in OPERATORS:
+        raise SpecError(f"composite: operator={operator!r}, expected one of {', '.join(OPERATORS)}")
+    if operator == "zbuffer":
+        if order is not None:
+            raise SpecError("composite: order given with operator='zbuffer', expected no depth order "
+                            "(the depth maps decide)")
+        flat = _with_depth(flat, shape, depths)
+    elif depths is not None:
+        raise SpecError("composite: depths given with operator='over', expected depths only with 'zbuffer'")
     if algorithm not in ALGORITHMS:
         raise SpecError(f"composite: algorithm={algorithm!r}, expected one of {', '.join(ALGORITHMS)}")
     if k is not None and algorithm != "radix_k":
@@ -172,8 +217,10 @@ def composite(images, algorithm: str, k=None, order=None, threads=None, *, check
         params["k"] = k
     if n == 0:
         raise SpecError("composite: images have 0 pixels, expected at least 1")
-    schedule = lookup("reduce_scatter", algorithm).func(p, count=n, itemsize=PIXEL_BYTES, **params)
-    outputs = execute(schedule, flat, op=_over_operator(dtype, threads))
+    pixel_bytes = PIXEL_BYTES if operator == "over" else flat[0].shape[1] * flat[0].itemsize
+    schedule = lookup("reduce_scatter", algorithm).func(p, count=n, itemsize=pixel_bytes, **params)
+    op = _over_operator(dtype, threads) if operator == "over" else _zbuffer_pixels
+    outputs = execute(schedule, flat, op=op)
     picture = np.empty_like(flat[0])
     bounds = schedule.bounds
     if gather_root is not None:
@@ -183,10 +230,18 @@ def composite(images, algorithm: str, k=None, order=None, threads=None, *, check
             for block in schedule.result_blocks(rank):
                 lo, hi = bounds[block], bounds[block + 1]
                 picture[lo:hi] = outputs[rank][lo:hi]
+    if operator == "zbuffer":
+        picture = picture[:, :4]
     picture = picture.reshape(shape)
     reference = error = None
-    if check:
+    if check and operator == "zbuffer":
+        acc = flat[0]
+        for f in flat[1:]:
+            acc = _zbuffer_pixels(acc, f)
+        reference = acc[:, :4].astype(np.float64).reshape(shape)
+    elif check:
         reference = serial_composite([f.reshape(shape) for f in flat], order, dtype=np.float64)
+    if check:
         scale = float(np.abs(reference).max()) if reference.size else 0.0
         diff = float(np.abs(picture.astype(np.float64) - reference).max()) if reference.size else 0.0
         error = diff / scale if scale > 0 else diff
@@ -218,7 +273,7 @@ def _bytes(n: float) -> str:
 def cmd_composite(args) -> int:
     """``topocoll composite``: run one compositing schedule on test images."""
     from .imaging import make_pattern, read_depth_order, save_png
-    from .schedules.compositing import PIXEL_BYTES, table1_costs
+    from .schedules.compositing import table1_costs
     from .schedules.metrics import report
 
     p = args.procs
@@ -230,14 +285,23 @@ def cmd_composite(args) -> int:
         raise SpecError(f"--seed {seed}, expected a non-negative integer")
     order = None if args.order is None else [int(r) for r in read_depth_order(args.order, p)]
     images = [make_pattern(args.pattern, rank, p, args.width, args.height, seed=seed) for rank in range(p)]
-    result = composite(images, args.algorithm, k=k, order=order, threads=args.threads, check=args.check)
+    depths = None
+    if args.operator == "zbuffer":
+        # each rank's fragments at seeded random depths; transparent pixels are background
+        depths = [np.where(image[..., 3] > 0,
+                           np.random.default_rng([seed, rank]).random(image.shape[:-1]), np.inf)
+                  for rank, image in enumerate(images)]
+    result = composite(images, args.algorithm, k=k, order=order, threads=args.threads, check=args.check,
+                       operator=args.operator, depths=depths)
     sched = result.schedule
     rep = report(sched)
-    n_bytes = args.width * args.height * PIXEL_BYTES
+    n_bytes = sched.count * sched.itemsize   # 16 B/pixel for over, 20 with the z-buffer's depth
     row = table1_costs(p, n_bytes, k=sched.params.get("k"))[args.algorithm]
     shown = ", ".join(f"{key}={value}" for key, value in sched.params.items())
+    depth_text = ("z-buffer (seeded random depths)" if args.operator == "zbuffer"
+                  else f"over, depth order: {'file ' + str(args.order) if order else 'rank order'}")
     print(f"composite: {args.algorithm}{f'({shown})' if shown else ''} on P={p}, {args.width}x{args.height} "
-          f"{args.pattern} images, seed {seed}, depth order: {'file ' + str(args.order) if order else 'rank order'}")
+          f"{args.pattern} images, seed {seed}, {depth_text}")
     print(f"schedule: {rep.rounds} steps, {rep.messages} messages, at most {_bytes(rep.max_bytes_per_rank)} "
           f"sent by a rank; α-β-γ model {rep.cost}")
     print(f"Table 1: latency {row.latency:g}·α, bandwidth {_bytes(row.bandwidth)}·β, overlap {row.overlap}")
@@ -245,7 +309,7 @@ def cmd_composite(args) -> int:
     if args.check:
         verdict = "OK" if result.ok else "WRONG"
         print(f"check: {verdict}, relative error {result.relative_error:.3g} against a serial "
-              f"over-composition in float64 (tolerance {result.tolerance:.3g})")
+              f"{args.operator}-composition in float64 (tolerance {result.tolerance:.3g})")
         status = 0 if result.ok else 1
     if args.save:
         path = save_png(result.image, args.save)
@@ -275,8 +339,10 @@ def add_composite_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random pattern (default 0)")
     p.add_argument("--threads", type=positive_int, help="threads for the over kernel (default 1)")
     p.add_argument("--save", metavar="PNG", help="write the composited picture here")
-    p.add_argument("--check", action="store_true", help="compare with a serial over-composition; exit 1 if wrong")
+    p.add_argument("--operator", choices=OPERATORS, default="over",
+                   help="over (ordered, default) or zbuffer (nearest fragment per pixel, seeded random depths)")
+    p.add_argument("--check", action="store_true", help="compare with a serial composition; exit 1 if wrong")
     p.set_defaults(func=cmd_composite)
 
 
-__all__ = ["CompositeResult", "composite", "add_composite_parser", "tolerance_for", "TOLERANCE"]
+__all__ = ["CompositeResult", "composite", "add_composite_parser", "tolerance_for", "TOLERANCE", "OPERATORS"]

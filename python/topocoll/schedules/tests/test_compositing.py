@@ -467,3 +467,39 @@ def test_docstring_examples():
 def test_block_split_is_mpi_style():
     sched = direct_send(4, count=10)
     assert sched.bounds.tolist() == block_bounds(10, 4).tolist() == [0, 3, 6, 8, 10]
+
+
+# ---- z-buffer compositing through the same schedules -----------------------------------------
+
+@pytest.mark.parametrize("algorithm", ["direct_send", "binary_swap", "two_three_swap", "parallel_pipeline",
+                                       "radix_k", "shift_based"])
+def test_zbuffer_through_every_schedule_equals_nearest_fragment(algorithm):
+    from topocoll.composite import composite
+
+    for p in (1, 2, 3, 5, 8, 12, 16):
+        if algorithm == "binary_swap" and p & (p - 1):
+            continue
+        rng = np.random.default_rng(p)
+        images = rng.random((p, 7, 9, 4)).astype(np.float32)
+        depths = rng.random((p, 7, 9))
+        result = composite(images, algorithm, operator="zbuffer", depths=depths)
+        # written out independently: per pixel the colour of the rank with the smallest depth
+        nearest = depths.argmin(axis=0)
+        want = np.take_along_axis(images, nearest[None, ..., None], axis=0)[0]
+        assert np.array_equal(result.image, want), (algorithm, p)
+        assert result.ok and result.relative_error == 0.0
+
+
+def test_zbuffer_bad_input():
+    from topocoll.composite import composite
+    from topocoll.errors import SpecError
+
+    images = np.zeros((4, 3, 3, 4), dtype=np.float32)
+    with pytest.raises(SpecError, match="operator='zbuffer' without depths"):
+        composite(images, "radix_k", operator="zbuffer")
+    with pytest.raises(SpecError, match=r"depth map of rank 0 has shape \(3,\), expected \(3, 3\)"):
+        composite(images, "radix_k", operator="zbuffer", depths=[np.zeros(3)] * 4)
+    with pytest.raises(SpecError, match="order given with operator='zbuffer'"):
+        composite(images, "radix_k", operator="zbuffer", depths=np.zeros((4, 3, 3)), order=[3, 2, 1, 0])
+    with pytest.raises(SpecError, match="operator='add', expected one of over, zbuffer"):
+        composite(images, "radix_k", operator="add")
