@@ -283,25 +283,28 @@ def _reduced_receives(ops: list[list[Op]], block_bytes: np.ndarray) -> dict[tupl
     return out
 
 
-def _match_index(ops: list[list[Op]]) -> dict[tuple[int, int], int]:
-    """(src rank, send index) -> receive index on the peer, MPI order."""
-    pending: dict[tuple[int, int, int], list[int]] = {}
-    for rank, rank_ops in enumerate(ops):
-        for idx, op in enumerate(rank_ops):
-            if op.kind == "recv":
-                pending.setdefault((op.peer, rank, op.tag), []).append(idx)
-    out: dict[tuple[int, int], int] = {}
-    cursor: dict[tuple[int, int, int], int] = {}
+def channels(ops: list[list[Op]]) -> dict[tuple[int, int, int], tuple[list[int], list[int]]]:
+    """Every (source, destination, tag) channel with its send indices (on the
+    source) and receive indices (on the destination), in posting order.
+
+    MPI's non-overtaking rule matches the i-th send of a channel with its
+    i-th receive; the verifier reports channels whose lists differ in length.
+    """
+    out: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
     for rank, rank_ops in enumerate(ops):
         for idx, op in enumerate(rank_ops):
             if op.kind == "send":
-                key = (rank, op.peer, op.tag)
-                k = cursor.get(key, 0)
-                lst = pending.get(key, [])
-                if k < len(lst):
-                    out[(rank, idx)] = lst[k]
-                cursor[key] = k + 1
+                out.setdefault((rank, op.peer, op.tag), ([], []))[0].append(idx)
+            elif op.kind == "recv":
+                out.setdefault((op.peer, rank, op.tag), ([], []))[1].append(idx)
     return out
+
+
+def _match_index(ops: list[list[Op]]) -> dict[tuple[int, int], int]:
+    """(src rank, send index) -> receive index on the peer, MPI order."""
+    return {(src, s_idx): r_idx
+            for (src, _, _), (sends, recvs) in channels(ops).items()
+            for s_idx, r_idx in zip(sends, recvs)}
 
 
 class ScheduleBuilder:

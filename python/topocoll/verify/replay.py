@@ -21,7 +21,7 @@ from typing import Any, Callable, Protocol
 
 from ..errors import VerificationError
 from ..schedules.collectives import input_blocks
-from ..schedules.ir import LEFT, Schedule
+from ..schedules.ir import LEFT, Schedule, channels
 
 
 class Algebra(Protocol):
@@ -42,20 +42,13 @@ def describe(rank: int, idx: int, op) -> str:
 def match(schedule: Schedule) -> dict[tuple[int, int], tuple[int, int]]:
     """(rank, send index) -> (peer, recv index); raises on any mismatch."""
     ops, p = schedule.ops, schedule.p
-    sends: dict[tuple[int, int, int], list[int]] = {}
-    recvs: dict[tuple[int, int, int], list[int]] = {}
     for rank, rank_ops in enumerate(ops):
         for idx, op in enumerate(rank_ops):
             if op.kind in ("send", "recv") and not 0 <= op.peer < p:
                 raise VerificationError(f"{describe(rank, idx, op)}: peer {op.peer} is not a rank of 0..{p - 1}")
-            if op.kind == "send":
-                sends.setdefault((rank, op.peer, op.tag), []).append(idx)
-            elif op.kind == "recv":
-                recvs.setdefault((op.peer, rank, op.tag), []).append(idx)
+    by_channel = channels(ops)
     pairs: dict[tuple[int, int], tuple[int, int]] = {}
-    for key in sorted(set(sends) | set(recvs)):
-        src, dst, tag = key
-        s_list, r_list = sends.get(key, []), recvs.get(key, [])
+    for (src, dst, tag), (s_list, r_list) in sorted(by_channel.items()):
         for s_idx, r_idx in zip(s_list, r_list):
             s_op, r_op = ops[src][s_idx], ops[dst][r_idx]
             if len(s_op.blocks) != len(r_op.into):
