@@ -74,3 +74,24 @@ def assert_views_equal(schedule, *, ordered: bool = False) -> None:
     for a, b in zip(fast, slow):
         assert round_rows(a, ordered=ordered) == round_rows(b, ordered=ordered), \
             f"{schedule.label()} round {a.round}: array view differs from the per-rank ops"
+
+
+def shifted_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``(1+a)(1+b) − 1 mod 2**31 − 1``: associative, commutative, not idempotent
+    (a user-defined operator that double counts visibly); use non-negative
+    inputs below the modulus (:func:`positive_inputs`)."""
+    return ((1 + left) * (1 + right) - 1) % MODULUS
+
+
+def positive_inputs(p: int, count: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, MODULUS - 1, count, dtype=np.int64) for _ in range(p)]
+
+
+def rounds_needed(p: int, n: int) -> int:
+    """⌈log_{n+1} p⌉ by repeated multiplication: the round count of the
+    n-way dissemination and Bruck algorithms, computed independently of them."""
+    k = 0
+    while (n + 1) ** k < p:
+        k += 1
+    return k

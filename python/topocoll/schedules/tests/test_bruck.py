@@ -15,28 +15,10 @@ from topocoll.schedules.bruck import bruck, bruck_digits
 from topocoll.schedules.ir import rounds_from_ops
 from topocoll.verify import check_against_reference, integer_inputs, verify
 from topocoll.verify.replay import replay
-from topocoll.verify.testing import round_rows
+from topocoll.verify.testing import positive_inputs, round_rows, rounds_needed, shifted_product
 
 MAX_P = 130
 NS = range(1, 7)
-MODULUS = 2**31 - 1
-
-
-def shifted_product(left, right):
-    """(1+a)(1+b) - 1 mod M: associative, commutative, not idempotent."""
-    return ((1 + left) * (1 + right) - 1) % MODULUS
-
-
-def positive_inputs(p, count, seed):
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, MODULUS - 1, count, dtype=np.int64) for _ in range(p)]
-
-
-def k_rounds(p, n):
-    k = 0
-    while (n + 1) ** k < p:
-        k += 1
-    return k
 
 
 class Ordered:
@@ -137,7 +119,7 @@ def test_doctests():
 def test_array_view_closed_forms(p, n):
     sched = bruck(p, n=n, count=3, itemsize=8)
     rep = report(sched)
-    k = k_rounds(p, n)
+    k = rounds_needed(p, n)
     lead = (p - 1) // (n + 1) ** (k - 1) if k else 0     # α_{k-1}: messages in round 1
     assert rep.rounds == k
     assert rep.all_ranks_active_every_round

@@ -17,28 +17,10 @@ from topocoll.schedules.dissemination import (adaptation, adaptations, adapted_s
                                               is_adaptable, nway_dissemination, nway_dissemination_unadapted)
 from topocoll.schedules.ir import rounds_from_ops
 from topocoll.verify import check_against_reference, integer_inputs, verify
-from topocoll.verify.testing import round_rows
+from topocoll.verify.testing import positive_inputs, round_rows, rounds_needed, shifted_product
 
 MAX_P = 130
 NS = range(1, 7)
-MODULUS = 2**31 - 1
-
-
-def shifted_product(left, right):
-    """(1+a)(1+b) - 1 mod M: associative, commutative, not idempotent."""
-    return ((1 + left) * (1 + right) - 1) % MODULUS
-
-
-def positive_inputs(p, count, seed):
-    rng = np.random.default_rng(seed)
-    return [rng.integers(0, MODULUS - 1, count, dtype=np.int64) for _ in range(p)]
-
-
-def k_rounds(p, n):
-    k = 0
-    while (n + 1) ** k < p:
-        k += 1
-    return k
 
 
 # ---- eq. (8) read literally, independent of the code under test ---------------
@@ -53,7 +35,7 @@ def boundary_offset(l, j, n):
 def brute_force_adaptable(p, n):
     if p == 1:
         return True
-    k = k_rounds(p, n)
+    k = rounds_needed(p, n)
     d = (n + 1) ** (k - 1)
     bounds = [(0, 0)] + [(l, j) for l in range(1, k) for j in range(1, n + 1)]
     for s in range(1, n + 1):
@@ -91,7 +73,7 @@ def counted_inputs(p, n):
     the count by 1 + the number of distinct peers ``j(n+1)^(l-1) mod P ≠ 0``;
     for P = (n+1)^k that is exactly P."""
     count = 1
-    for t in range(k_rounds(p, n)):
+    for t in range(rounds_needed(p, n)):
         count *= 1 + len({j * (n + 1) ** t % p for j in range(1, n + 1)} - {0})
     return count
 
@@ -118,7 +100,7 @@ def test_barrier_every_rank_hears_from_all(n):
         assert sched.collective == "barrier" and sched.itemsize == 0 and sched.nblocks == 1
         assert verify(sched) == "max"
         rep = report(sched)
-        assert rep.rounds == k_rounds(p, n) and rep.all_ranks_active_every_round and rep.bytes_total == 0
+        assert rep.rounds == rounds_needed(p, n) and rep.all_ranks_active_every_round and rep.bytes_total == 0
 
 
 def test_barrier_misses_a_rank_without_its_last_round():
@@ -259,7 +241,7 @@ def test_every_case_of_theorem_1_verifies():
 def test_tuples_satisfy_equation_8():
     for n in NS:
         for p in range(2, MAX_P + 1):
-            k = k_rounds(p, n)
+            k = rounds_needed(p, n)
             d = (n + 1) ** (k - 1)
             for a in adaptations(p, n):
                 assert a.k == k and 1 <= a.s <= n
@@ -334,7 +316,7 @@ def test_array_view_closed_forms(p, n):
     m = 24
     sched = nway_dissemination(p, n=n, count=3, itemsize=8)
     rep = report(sched)
-    k = k_rounds(p, n)
+    k = rounds_needed(p, n)
     assert rep.rounds == k
     assert rep.all_ranks_active_every_round
     per_rank = [len(rnd) // p for rnd in sched.rounds()]
