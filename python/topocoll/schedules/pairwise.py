@@ -128,6 +128,24 @@ def pairwise_rounds(p: int, leftover: str, nbytes: int):
                           np.zeros(q, dtype=np.int64))
 
 
+def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize) -> Schedule:
+    """The one-block pairwise-exchange schedule, as an allreduce or a barrier
+    (the barrier is the same exchange of a token)."""
+    p = check_p(name, p)
+    leftover = _check_leftover(name, leftover)
+    count, itemsize = check_count(name, count, itemsize)
+    nbytes = count * itemsize
+
+    def ops():
+        b = ScheduleBuilder(p)
+        pairwise_ops(b, p, leftover, (0,))
+        return b.build()
+
+    needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
+    return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1),
+                    {"leftover": leftover}, needs, ops, lambda: pairwise_rounds(p, leftover, nbytes))
+
+
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
            rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", noncommutative=True, paper=PAPER,
            sweep=({"leftover": "neighbours"}, {"leftover": "last"}),
@@ -187,19 +205,7 @@ def pairwise_exchange(p: int, *, leftover: str = "neighbours", count: int = 1, i
     >>> verify(pairwise_exchange(5, leftover="last"))
     'sum'
     """
-    p = check_p("pairwise_exchange", p)
-    leftover = _check_leftover("pairwise_exchange", leftover)
-    count, itemsize = check_count("pairwise_exchange", count, itemsize)
-    nbytes = count * itemsize
-
-    def ops():
-        b = ScheduleBuilder(p)
-        pairwise_ops(b, p, leftover, (0,))
-        return b.build()
-
-    needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
-    return Schedule("allreduce", "pairwise_exchange", p, count, itemsize, block_bounds(count, 1),
-                    {"leftover": leftover}, needs, ops, lambda: pairwise_rounds(p, leftover, nbytes))
+    return _pairwise_schedule("allreduce", "pairwise_exchange", p, leftover, count, itemsize)
 
 
 @algorithm(collective="barrier", name="butterfly", params={"leftover": "neighbours"},
@@ -241,19 +247,7 @@ def butterfly(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize:
     >>> verify(butterfly(6))
     'noncommutative'
     """
-    p = check_p("butterfly", p)
-    leftover = _check_leftover("butterfly", leftover)
-    count, itemsize = check_count("butterfly", count, itemsize)
-    nbytes = count * itemsize
-
-    def ops():
-        b = ScheduleBuilder(p)
-        pairwise_ops(b, p, leftover, (0,))
-        return b.build()
-
-    needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
-    return Schedule("barrier", "butterfly", p, count, itemsize, block_bounds(count, 1),
-                    {"leftover": leftover}, needs, ops, lambda: pairwise_rounds(p, leftover, nbytes))
+    return _pairwise_schedule("barrier", "butterfly", p, leftover, count, itemsize)
 
 
 def _virtual_roles(p: int) -> tuple[int, np.ndarray]:
