@@ -1,8 +1,10 @@
 //! Python bindings, one module per core area. Each exposes
 //! `register(m: &Bound<PyModule>) -> PyResult<()>`; add one line below.
+//! A core error crosses with `?`: [`error`] holds its one mapping to Python.
 
 use pyo3::prelude::*;
 
+mod error;
 mod kernels;
 mod routing;
 

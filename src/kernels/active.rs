@@ -20,7 +20,8 @@
 //! lengths add up.
 
 use super::over::{over_into_back_unchecked, over_into_front_unchecked, over_pixels_into};
-use super::{check_pixels, KernelError, CHANNELS};
+use super::{check_pixels, CHANNELS};
+use crate::error::CoreError;
 
 /// An encoded image: `(inactive, active)` pairs and the active pixels.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -47,11 +48,11 @@ fn inactive(p: &[f32]) -> bool {
 ///
 /// # Errors
 /// If the length is not a multiple of 4 or the image has 2³² pixels or more.
-pub fn encode(pixels: &[f32]) -> Result<Encoded, KernelError> {
+pub fn encode(pixels: &[f32]) -> Result<Encoded, CoreError> {
     check_pixels("pixels", pixels)?;
     let n = pixels.len() / CHANNELS;
     if n > u32::MAX as usize {
-        return Err(KernelError::BadRuns(format!(
+        return Err(CoreError::BadRuns(format!(
             "image has {n} pixels, expected at most {} for u32 run lengths",
             u32::MAX
         )));
@@ -77,10 +78,10 @@ pub fn encode(pixels: &[f32]) -> Result<Encoded, KernelError> {
 }
 
 /// Check that `runs` and `active` describe an image of `n_pixels` pixels.
-pub fn check(runs: &[u32], active: &[f32], n_pixels: usize) -> Result<(), KernelError> {
+pub fn check(runs: &[u32], active: &[f32], n_pixels: usize) -> Result<(), CoreError> {
     check_pixels("active pixels", active)?;
     if !runs.len().is_multiple_of(2) {
-        return Err(KernelError::BadRuns(format!(
+        return Err(CoreError::BadRuns(format!(
             "runs has {} counts, expected (inactive, active) pairs",
             runs.len()
         )));
@@ -91,12 +92,12 @@ pub fn check(runs: &[u32], active: &[f32], n_pixels: usize) -> Result<(), Kernel
         n_active += pair[1] as u64;
     }
     if total != n_pixels as u64 {
-        return Err(KernelError::BadRuns(format!(
+        return Err(CoreError::BadRuns(format!(
             "runs cover {total} pixels, expected {n_pixels}"
         )));
     }
     if n_active * CHANNELS as u64 != active.len() as u64 {
-        return Err(KernelError::BadRuns(format!(
+        return Err(CoreError::BadRuns(format!(
             "runs count {n_active} active pixels, expected {} (the pixels given)",
             active.len() / CHANNELS
         )));
@@ -105,7 +106,7 @@ pub fn check(runs: &[u32], active: &[f32], n_pixels: usize) -> Result<(), Kernel
 }
 
 /// Decode into the dense `out`, writing zeros for inactive pixels.
-pub fn decode(runs: &[u32], active: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+pub fn decode(runs: &[u32], active: &[f32], out: &mut [f32]) -> Result<(), CoreError> {
     check_pixels("out", out)?;
     check(runs, active, out.len() / CHANNELS)?;
     let (mut pos, mut src) = (0usize, 0usize);
@@ -210,7 +211,7 @@ pub fn over(
     back_runs: &[u32],
     back_active: &[f32],
     n_pixels: usize,
-) -> Result<Encoded, KernelError> {
+) -> Result<Encoded, CoreError> {
     check(front_runs, front_active, n_pixels)?;
     check(back_runs, back_active, n_pixels)?;
     let mut built = Builder {
@@ -249,7 +250,7 @@ pub fn over_into_dense_back(
     front_runs: &[u32],
     front_active: &[f32],
     back: &mut [f32],
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels("back", back)?;
     check(front_runs, front_active, back.len() / CHANNELS)?;
     let (mut pos, mut src) = (0usize, 0usize);
@@ -268,7 +269,7 @@ pub fn over_into_dense_front(
     front: &mut [f32],
     back_runs: &[u32],
     back_active: &[f32],
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels("front", front)?;
     check(back_runs, back_active, front.len() / CHANNELS)?;
     let (mut pos, mut src) = (0usize, 0usize);

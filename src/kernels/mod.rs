@@ -12,50 +12,15 @@
 pub mod active;
 pub mod over;
 
-use std::fmt;
+use crate::error::CoreError;
 
 /// Channels per pixel: premultiplied R, G, B, A.
 pub const CHANNELS: usize = 4;
 
-/// Why a kernel refused its arguments. Each message is one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KernelError {
-    /// A slice length is not a multiple of [`CHANNELS`].
-    NotPixels { name: &'static str, len: usize },
-    /// Two slices that must hold the same pixels differ in length.
-    LengthMismatch {
-        name: &'static str,
-        len: usize,
-        expected: usize,
-    },
-    /// A run-length encoding is inconsistent with its pixels.
-    BadRuns(String),
-}
 
-impl fmt::Display for KernelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KernelError::NotPixels { name, len } => write!(
-                f,
-                "{name} has {len} floats, expected a multiple of {CHANNELS} (RGBA pixels)"
-            ),
-            KernelError::LengthMismatch {
-                name,
-                len,
-                expected,
-            } => {
-                write!(f, "{name} has {len} floats, expected {expected}")
-            }
-            KernelError::BadRuns(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for KernelError {}
-
-pub(crate) fn check_pixels(name: &'static str, pixels: &[f32]) -> Result<(), KernelError> {
+pub(crate) fn check_pixels(name: &'static str, pixels: &[f32]) -> Result<(), CoreError> {
     if !pixels.len().is_multiple_of(CHANNELS) {
-        return Err(KernelError::NotPixels {
+        return Err(CoreError::NotPixels {
             name,
             len: pixels.len(),
         });
@@ -67,10 +32,10 @@ pub(crate) fn check_same(
     name: &'static str,
     pixels: &[f32],
     expected: usize,
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels(name, pixels)?;
     if pixels.len() != expected {
-        return Err(KernelError::LengthMismatch {
+        return Err(CoreError::LengthMismatch {
             name,
             len: pixels.len(),
             expected,

@@ -22,7 +22,8 @@
 //! over operator to be parallelised across pixels: the `par_*` variants split
 //! the pixels into one contiguous, cache-line-aligned piece per thread.
 
-use super::{check_pixels, check_same, KernelError, CHANNELS};
+use super::{check_pixels, check_same, CHANNELS};
+use crate::error::CoreError;
 
 /// Pixels per block in the inner loops (4 pixels = 64 bytes = one cache line;
 /// small enough that LLVM unrolls the block fully and vectorises it).
@@ -201,18 +202,18 @@ fn piece_len(len: usize, threads: usize) -> (usize, usize) {
 /// `out = front over back`, serial.
 ///
 /// # Errors
-/// [`KernelError`] if a length is not a multiple of 4 or the three differ.
-pub fn over(front: &[f32], back: &[f32], out: &mut [f32]) -> Result<(), KernelError> {
+/// [`CoreError`] if a length is not a multiple of 4 or the three differ.
+pub fn over(front: &[f32], back: &[f32], out: &mut [f32]) -> Result<(), CoreError> {
     par_over(front, back, out, 1)
 }
 
 /// `back = front over back` in place (the accumulated image is behind).
-pub fn over_into_back(front: &[f32], back: &mut [f32]) -> Result<(), KernelError> {
+pub fn over_into_back(front: &[f32], back: &mut [f32]) -> Result<(), CoreError> {
     par_over_into_back(front, back, 1)
 }
 
 /// `front = front over back` in place (the accumulated image is in front).
-pub fn over_into_front(front: &mut [f32], back: &[f32]) -> Result<(), KernelError> {
+pub fn over_into_front(front: &mut [f32], back: &[f32]) -> Result<(), CoreError> {
     par_over_into_front(front, back, 1)
 }
 
@@ -225,7 +226,7 @@ pub fn par_over(
     back: &[f32],
     out: &mut [f32],
     threads: usize,
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels("front", front)?;
     check_same("back", back, front.len())?;
     check_same("out", out, front.len())?;
@@ -251,7 +252,7 @@ pub fn par_over_into_back(
     front: &[f32],
     back: &mut [f32],
     threads: usize,
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels("front", front)?;
     check_same("back", back, front.len())?;
     let (threads, piece) = piece_len(front.len(), threads);
@@ -272,7 +273,7 @@ pub fn par_over_into_front(
     front: &mut [f32],
     back: &[f32],
     threads: usize,
-) -> Result<(), KernelError> {
+) -> Result<(), CoreError> {
     check_pixels("front", front)?;
     check_same("back", back, front.len())?;
     let (threads, piece) = piece_len(front.len(), threads);
@@ -392,7 +393,7 @@ mod tests {
         let mut out = [0.0; 8];
         assert_eq!(
             over(&[0.0; 7], &[0.0; 7], &mut out[..7]),
-            Err(KernelError::NotPixels {
+            Err(CoreError::NotPixels {
                 name: "front",
                 len: 7
             })

@@ -7,6 +7,7 @@
 //! `N + group * a + router`. Per node the links are ordered: endpoint links,
 //! local links, global links (by construction order).
 
+use crate::error::CoreError;
 use super::graph::{hash3, Graph};
 
 #[derive(Clone, Debug)]
@@ -22,15 +23,15 @@ pub struct Dragonfly {
 }
 
 impl Dragonfly {
-    pub fn new(a: u64, p: u64, h: u64, g: u64) -> Result<Self, String> {
+    pub fn new(a: u64, p: u64, h: u64, g: u64) -> Result<Self, CoreError> {
         if a == 0 || p == 0 || h == 0 || g == 0 {
-            return Err("dragonfly: a, p, h, g must be >= 1".into());
+            return Err(CoreError::Topology("dragonfly: a, p, h, g must be >= 1".into()));
         }
         if g > a * h + 1 {
-            return Err(format!("dragonfly: g={} exceeds a*h+1={} (not every group pair could be linked)", g, a * h + 1));
+            return Err(CoreError::Topology(format!("dragonfly: g={} exceeds a*h+1={} (not every group pair could be linked)", g, a * h + 1)));
         }
         if g > 4096 {
-            return Err(format!("dragonfly: g={} groups is more than 4096", g));
+            return Err(CoreError::Topology(format!("dragonfly: g={} groups is more than 4096", g)));
         }
         let mut used = vec![0u64; g as usize]; // global ports used per group
         let mut global = vec![];
@@ -120,7 +121,7 @@ impl Dragonfly {
     }
 
     /// Node sequence of the route s -> d, converted to links through `graph`.
-    pub fn route_into(&self, graph: &Graph, valiant: Option<u64>, s: u64, d: u64, out: &mut Vec<u32>) -> Result<(), String> {
+    pub fn route_into(&self, graph: &Graph, valiant: Option<u64>, s: u64, d: u64, out: &mut Vec<u32>) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
@@ -146,7 +147,7 @@ impl Dragonfly {
         let n = self.n_endpoints();
         let mut prev = s as u32;
         for r in routers.into_iter().map(|r| (r + n) as u32).chain(std::iter::once(d as u32)) {
-            let l = graph.link_between(prev, r).ok_or_else(|| format!("dragonfly: no link {} -> {}", prev, r))?;
+            let l = graph.link_between(prev, r).ok_or_else(|| CoreError::NoRoute(format!("dragonfly: no link {} -> {}", prev, r)))?;
             out.push(l);
             prev = r;
         }

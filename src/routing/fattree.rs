@@ -9,6 +9,8 @@
 //! numbered up ports first (`u = j * w_{l+1} + b_{l+1}`, `j` the parallel
 //! link), then down ports (`a * p_l + j`).
 
+use crate::error::CoreError;
+
 /// Up-port selection rule.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FatTreeRule {
@@ -35,13 +37,13 @@ pub struct Xgft {
 }
 
 impl Xgft {
-    pub fn new(m: &[u64], w: &[u64], p: &[u64]) -> Result<Self, String> {
+    pub fn new(m: &[u64], w: &[u64], p: &[u64]) -> Result<Self, CoreError> {
         let h = m.len();
         if h == 0 || w.len() != h || p.len() != h {
-            return Err(format!("xgft: m, w, p must have equal non-zero length, got {}, {}, {}", m.len(), w.len(), p.len()));
+            return Err(CoreError::Topology(format!("xgft: m, w, p must have equal non-zero length, got {}, {}, {}", m.len(), w.len(), p.len())));
         }
         if m.iter().chain(w).chain(p).any(|&x| x == 0) {
-            return Err("xgft: every m_i, w_i, p_i must be >= 1".into());
+            return Err(CoreError::Topology("xgft: every m_i, w_i, p_i must be >= 1".into()));
         }
         let mut count = vec![0u64; h + 1];
         let mut wprod = vec![1u64; h + 1];
@@ -60,7 +62,7 @@ impl Xgft {
             link_offset[l + 1] = link_offset[l] + x.count[l] * (x.up(l) + x.down(l));
         }
         if node_offset[h + 1] >= u32::MAX as u64 || link_offset[h + 1] >= u32::MAX as u64 {
-            return Err("xgft: too large for 32-bit ids".into());
+            return Err(CoreError::Topology("xgft: too large for 32-bit ids".into()));
         }
         Ok(Xgft { node_offset, link_offset, ..x })
     }

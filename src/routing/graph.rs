@@ -3,6 +3,8 @@
 //! (adapters, torus nodes), the rest are switches. A full-duplex cable is two
 //! directed links, one per direction, which never conflict.
 
+use crate::error::CoreError;
+
 /// Directed multigraph in CSR form.
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -18,23 +20,23 @@ pub struct Graph {
 
 impl Graph {
     /// Build from a link table already sorted by source node.
-    pub fn new(n_nodes: usize, n_endpoints: usize, src: Vec<u32>, dst: Vec<u32>) -> Result<Self, String> {
+    pub fn new(n_nodes: usize, n_endpoints: usize, src: Vec<u32>, dst: Vec<u32>) -> Result<Self, CoreError> {
         if src.len() != dst.len() {
-            return Err(format!("graph: src has {} links, dst has {}", src.len(), dst.len()));
+            return Err(CoreError::Topology(format!("graph: src has {} links, dst has {}", src.len(), dst.len())));
         }
         if n_endpoints > n_nodes {
-            return Err(format!("graph: n_endpoints={} exceeds n_nodes={}", n_endpoints, n_nodes));
+            return Err(CoreError::Topology(format!("graph: n_endpoints={} exceeds n_nodes={}", n_endpoints, n_nodes)));
         }
         if src.len() >= u32::MAX as usize {
-            return Err("graph: too many links for 32-bit link ids".into());
+            return Err(CoreError::Topology("graph: too many links for 32-bit link ids".into()));
         }
         let mut indptr = vec![0u32; n_nodes + 1];
         for (i, (&s, &d)) in src.iter().zip(dst.iter()).enumerate() {
             if s as usize >= n_nodes || d as usize >= n_nodes {
-                return Err(format!("graph: link {} ({} -> {}) names a node >= n_nodes={}", i, s, d, n_nodes));
+                return Err(CoreError::Topology(format!("graph: link {} ({} -> {}) names a node >= n_nodes={}", i, s, d, n_nodes)));
             }
             if i > 0 && src[i - 1] > s {
-                return Err(format!("graph: links not sorted by source at link {}", i));
+                return Err(CoreError::Topology(format!("graph: links not sorted by source at link {}", i)));
             }
             indptr[s as usize + 1] += 1;
         }

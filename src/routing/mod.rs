@@ -11,6 +11,7 @@ pub mod graph;
 pub mod tables;
 pub mod torus;
 
+use crate::error::CoreError;
 use dragonfly::Dragonfly;
 use fattree::{FatTreeRule, Xgft};
 use graph::Graph;
@@ -45,16 +46,16 @@ impl Router {
         matches!(self.engine, Engine::TorusAdaptive { .. })
     }
 
-    fn check(&self, s: u32, d: u32) -> Result<(), String> {
+    fn check(&self, s: u32, d: u32) -> Result<(), CoreError> {
         let n = self.graph.n_endpoints as u32;
         if s >= n || d >= n {
-            return Err(format!("route: endpoint pair ({}, {}) out of range 0..{}", s, d, n));
+            return Err(CoreError::InvalidArgument(format!("route: endpoint pair ({}, {}) out of range 0..{}", s, d, n)));
         }
         Ok(())
     }
 
     /// Route one pair, appending links and weights.
-    fn one(&self, s: u32, d: u32, links: &mut Vec<u32>, weights: &mut Vec<f64>, cache: &mut UdCache) -> Result<(), String> {
+    fn one(&self, s: u32, d: u32, links: &mut Vec<u32>, weights: &mut Vec<f64>, cache: &mut UdCache) -> Result<(), CoreError> {
         self.check(s, d)?;
         let before = links.len();
         match &self.engine {
@@ -87,9 +88,9 @@ impl Router {
         idx
     }
 
-    pub fn route(&self, src: &[u32], dst: &[u32]) -> Result<Paths, String> {
+    pub fn route(&self, src: &[u32], dst: &[u32]) -> Result<Paths, CoreError> {
         if src.len() != dst.len() {
-            return Err(format!("route: {} sources but {} destinations", src.len(), dst.len()));
+            return Err(CoreError::InvalidArgument(format!("route: {} sources but {} destinations", src.len(), dst.len())));
         }
         let mut cache = UdCache::default();
         if matches!(self.engine, Engine::UpDown(_)) {
@@ -119,9 +120,9 @@ impl Router {
     }
 
     /// Add the (weighted) number of routes crossing each link to `load`.
-    pub fn add_loads(&self, src: &[u32], dst: &[u32], load: &mut [f64]) -> Result<(), String> {
+    pub fn add_loads(&self, src: &[u32], dst: &[u32], load: &mut [f64]) -> Result<(), CoreError> {
         if src.len() != dst.len() {
-            return Err(format!("loads: {} sources but {} destinations", src.len(), dst.len()));
+            return Err(CoreError::InvalidArgument(format!("loads: {} sources but {} destinations", src.len(), dst.len())));
         }
         let mut cache = UdCache::default();
         let (mut l, mut w) = (Vec::with_capacity(64), Vec::with_capacity(64));
@@ -141,12 +142,12 @@ impl Router {
     /// hold `n_patterns` consecutive patterns of `per_pattern` flows each.
     /// Each flow gets `min over its links of bw / load` divided by the smaller
     /// of its first and last link bandwidth; returns each pattern's mean.
-    pub fn ebb(&self, src: &[u32], dst: &[u32], per_pattern: usize, bw: &[f64]) -> Result<Vec<f64>, String> {
+    pub fn ebb(&self, src: &[u32], dst: &[u32], per_pattern: usize, bw: &[f64]) -> Result<Vec<f64>, CoreError> {
         if per_pattern == 0 || src.len() % per_pattern != 0 || src.len() != dst.len() {
-            return Err(format!("ebb: {} flows is not a multiple of {} per pattern", src.len(), per_pattern));
+            return Err(CoreError::InvalidArgument(format!("ebb: {} flows is not a multiple of {} per pattern", src.len(), per_pattern)));
         }
         if bw.len() != self.graph.n_links() {
-            return Err(format!("ebb: {} bandwidths for {} links", bw.len(), self.graph.n_links()));
+            return Err(CoreError::InvalidArgument(format!("ebb: {} bandwidths for {} links", bw.len(), self.graph.n_links())));
         }
         let mut load = vec![0f64; self.graph.n_links()];
         let mut out = vec![];

@@ -2,6 +2,7 @@
 //! following a table, building min-hop tables with port balancing (OpenSM's
 //! `minhop` engine), and up*/down* source routes (Schroeder et al., Autonet).
 
+use crate::error::CoreError;
 use super::graph::{hash3, Graph};
 
 /// One out-link per (switch, destination endpoint); `u32::MAX` = no entry.
@@ -19,13 +20,13 @@ impl Table {
     }
 
     /// Follow the tables from endpoint `s` to endpoint `d`.
-    pub fn route_into(&self, g: &Graph, s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), String> {
+    pub fn route_into(&self, g: &Graph, s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
         let r = g.out_range(s);
         if r.is_empty() {
-            return Err(format!("endpoint {} has no link", s));
+            return Err(CoreError::NoRoute(format!("endpoint {} has no link", s)));
         }
         // an adapter with several ports injects on the one facing d's table, else its first
         let mut l = r.start as u32;
@@ -34,17 +35,17 @@ impl Table {
         let mut hops = 1;
         while v != d {
             if g.is_endpoint(v) {
-                return Err(format!("route {} -> {} enters endpoint {}", s, d, v));
+                return Err(CoreError::NoRoute(format!("route {} -> {} enters endpoint {}", s, d, v)));
             }
             l = self.get(v, d);
             if l == u32::MAX {
-                return Err(format!("no route from endpoint {} to endpoint {}: switch {} has no entry", s, d, v));
+                return Err(CoreError::NoRoute(format!("no route from endpoint {} to endpoint {}: switch {} has no entry", s, d, v)));
             }
             out.push(l);
             v = g.dst[l as usize];
             hops += 1;
             if hops > g.n_nodes {
-                return Err(format!("route {} -> {} loops", s, d));
+                return Err(CoreError::NoRoute(format!("route {} -> {} loops", s, d)));
             }
         }
         Ok(())
@@ -79,7 +80,7 @@ fn attachment_groups(g: &Graph) -> (Vec<u32>, Vec<Vec<u32>>) {
 /// taken in `order` (index order by default; OpenSM's fat-tree engine uses
 /// its routing order, leaf switch by leaf switch) and each gets, among its minimal out-links, the one
 /// with the fewest routes so far (lowest link id on ties), as OpenSM's minhop.
-pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, String> {
+pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, CoreError> {
     let n = g.n_endpoints;
     let default: Vec<u32> = (0..n as u32).collect();
     let order = order.unwrap_or(&default);
@@ -87,7 +88,7 @@ pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, String> 
         let mut seen = vec![false; n];
         order.iter().any(|&d| (d as usize) >= n || std::mem::replace(&mut seen[d as usize], true))
     } {
-        return Err(format!("minhop: order is not a permutation of the {} endpoints", n));
+        return Err(CoreError::InvalidArgument(format!("minhop: order is not a permutation of the {} endpoints", n)));
     }
     let n_sw = g.n_nodes - n;
     let (group_of, targets) = attachment_groups(g);
@@ -149,7 +150,7 @@ pub struct UpDown {
 }
 
 impl UpDown {
-    pub fn new(g: &Graph, roots: &[u32]) -> Result<Self, String> {
+    pub fn new(g: &Graph, roots: &[u32]) -> Result<Self, CoreError> {
         let mut rank = vec![0u16; g.n_nodes];
         // BFS from roots through switches
         rank.iter_mut().for_each(|r| *r = u16::MAX);
@@ -172,7 +173,7 @@ impl UpDown {
             }
         }
         if let Some(v) = rank.iter().position(|&r| r == u16::MAX) {
-            return Err(format!("updown: node {} is not connected to the roots", v));
+            return Err(CoreError::Topology(format!("updown: node {} is not connected to the roots", v)));
         }
         Ok(UpDown { rank })
     }
@@ -234,12 +235,12 @@ impl UpDown {
         (dn, upd)
     }
 
-    pub fn route_with(&self, g: &Graph, dn: &[u32], upd: &[u32], s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), String> {
+    pub fn route_with(&self, g: &Graph, dn: &[u32], upd: &[u32], s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
         if upd[s as usize] == u32::MAX {
-            return Err(format!("updown: no legal route from endpoint {} to endpoint {}", s, d));
+            return Err(CoreError::NoRoute(format!("updown: no legal route from endpoint {} to endpoint {}", s, d)));
         }
         let mut v = s;
         let mut going_down = false;
@@ -262,7 +263,7 @@ impl UpDown {
                 }
             }
             if cand.is_empty() {
-                return Err(format!("updown: stuck at node {} routing {} -> {}", v, s, d));
+                return Err(CoreError::NoRoute(format!("updown: stuck at node {} routing {} -> {}", v, s, d)));
             }
             let (l, down) = cand[(hash3(0xD0D0, s as u64, d as u64, step) % cand.len() as u64) as usize];
             out.push(l);

@@ -6,6 +6,8 @@
 //! numbered per dimension: `+` then `-` (a missing mesh link is skipped).
 //! A ring of size 2 has one cable (its `+` and `-` neighbours coincide).
 
+use crate::error::CoreError;
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tie {
     /// on a tie (k even, offset k/2) go in the + direction
@@ -27,12 +29,12 @@ pub struct Torus {
 }
 
 impl Torus {
-    pub fn new(k: &[u64], wrap: &[bool]) -> Result<Self, String> {
+    pub fn new(k: &[u64], wrap: &[bool]) -> Result<Self, CoreError> {
         if k.is_empty() || k.len() != wrap.len() {
-            return Err("torus: need one wrap flag per dimension".into());
+            return Err(CoreError::Topology("torus: need one wrap flag per dimension".into()));
         }
         if k.iter().any(|&x| x == 0) {
-            return Err("torus: every dimension must be >= 1".into());
+            return Err(CoreError::Topology("torus: every dimension must be >= 1".into()));
         }
         let mut stride = vec![1u64; k.len()];
         for i in 1..k.len() {
@@ -40,7 +42,7 @@ impl Torus {
         }
         let n: u64 = k.iter().product();
         if n >= u32::MAX as u64 / 8 {
-            return Err("torus: too large".into());
+            return Err(CoreError::Topology("torus: too large".into()));
         }
         let mut t = Torus { k: k.to_vec(), wrap: wrap.to_vec(), stride, port_link: vec![], n };
         let nd = k.len();

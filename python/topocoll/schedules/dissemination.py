@@ -22,22 +22,19 @@ Round numbers in schedules are 0-based: schedule round ``t`` is the paper's
 round ``l = t + 1``.
 
 The schedules are *circulant*: every rank runs the operations of rank 0 with
-its peers shifted by its own rank. :class:`Circulant` records one rank's
-operations with peers as offsets and produces both views from them: the
-per-rank operations (through :class:`~topocoll.schedules.ir.ScheduleBuilder`)
-and the array view, vectorised over ranks. Bruck's algorithm
+its peers shifted by its own rank: one :class:`~topocoll.schedules.pattern.Circulant`
+template (rank 0's operations, peers as offsets) gives every view, the op
+program vectorised over ranks. Bruck's algorithm
 (:mod:`topocoll.schedules.bruck`) uses it too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
-
-import numpy as np
 
 from .common import ceil_log, check_count, check_p
-from .ir import RIGHT, OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
+from .ir import RIGHT, OperatorNeeds, Schedule, block_bounds
+from .pattern import Circulant
 from .registry import algorithm
 from ..errors import ScheduleError, SpecError
 
@@ -49,121 +46,6 @@ __all__ = [
     "is_adaptable", "smallest_usable_n", "usable_n",
     "dissemination", "nway_dissemination", "nway_dissemination_unadapted",
 ]
-
-
-# ---- circulant schedules: one rank's operations, peers as offsets ----------
-
-class Circulant:
-    """The operations of rank 0 of a circulant schedule, peers as offsets.
-
-    Rank ``p`` runs the same operations with every peer shifted by ``p``:
-    ``send(t, o)`` sends to ``p + o``, ``recv(t, o)`` receives the message
-    that rank ``p - o`` sent with offset ``o`` (tag = round, as MPI matches).
-    All operations act on block 0 of full-length named buffers.
-    """
-
-    def __init__(self) -> None:
-        self.steps: list[tuple] = []
-
-    def send(self, round: int, offset: int, buf: str = "data") -> None:
-        self.steps.append(("send", round, offset, buf))
-
-    def recv(self, round: int, offset: int, buf: str) -> None:
-        self.steps.append(("recv", round, offset, buf))
-
-    def reduce(self, round: int, *, dst: str, src: str, side: str = RIGHT) -> None:
-        self.steps.append(("reduce", round, dst, src, side))
-
-    def copy(self, round: int, *, dst: str, src: str) -> None:
-        self.steps.append(("copy", round, dst, src))
-
-    def ops(self, p: int):
-        """Per-rank operations for ``p`` ranks; dependencies from data flow."""
-        b = ScheduleBuilder(p)
-        for rank in range(p):
-            for step in self.steps:
-                kind, rnd = step[0], step[1]
-                if kind == "send":
-                    b.send(rank, (rank + step[2]) % p, (0,), buf=step[3], round=rnd)
-                elif kind == "recv":
-                    b.recv(rank, (rank - step[2]) % p, (0,), buf=step[3], round=rnd)
-                elif kind == "reduce":
-                    b.reduce(rank, (0,), dst=step[2], src=step[3], side=step[4], round=rnd)
-                else:
-                    b.copy(rank, (0,), dst=step[2], src=step[3], round=rnd)
-        return b.build()
-
-    def _analyse(self):
-        """Per send: (round, offset, dep_round); per receive: reductions reading it.
-
-        Mirrors the builder's dependencies (read-after-write, write-after-read,
-        write-after-write) and :func:`~topocoll.schedules.ir.rounds_from_ops`:
-        ``dep_round`` is the latest receive round a send transitively waits
-        for; a receive counts once for every reduction that reads it as source
-        before its buffer is written again, and once if a reduction combines
-        into it in place.
-        """
-        writer_latest: dict[str, int] = {}
-        reader_latest: dict[str, int] = {}
-        recv_writer: dict[str, tuple[int, int]] = {}
-        reduced: dict[tuple[int, int], int] = {}
-        sends = []
-
-        def note_read(buf, latest):
-            reader_latest[buf] = max(reader_latest.get(buf, -1), latest)
-
-        def note_write(buf, latest):
-            writer_latest[buf] = latest
-            reader_latest[buf] = -1
-
-        for step in self.steps:
-            kind, rnd = step[0], step[1]
-            if kind == "send":
-                buf = step[3]
-                latest = writer_latest.get(buf, -1)
-                sends.append((rnd, step[2], latest))
-                note_read(buf, latest)
-            elif kind == "recv":
-                buf = step[3]
-                latest = max(rnd, writer_latest.get(buf, -1), reader_latest.get(buf, -1))
-                note_write(buf, latest)
-                recv_writer[buf] = (rnd, step[2])
-                reduced.setdefault((rnd, step[2]), 0)
-            elif kind == "reduce":
-                dst, src = step[2], step[3]
-                latest = max(writer_latest.get(src, -1), writer_latest.get(dst, -1),
-                             reader_latest.get(dst, -1))
-                note_read(src, latest)
-                note_write(dst, latest)
-                if src in recv_writer:
-                    reduced[recv_writer[src]] += 1
-                if dst in recv_writer:  # a received piece reduced into in place
-                    reduced[recv_writer.pop(dst)] += 1
-            else:
-                dst, src = step[2], step[3]
-                latest = max(writer_latest.get(src, -1), writer_latest.get(dst, -1),
-                             reader_latest.get(dst, -1))
-                note_read(src, latest)
-                note_write(dst, latest)
-                recv_writer.pop(dst, None)
-        return sends, reduced
-
-    def rounds(self, p: int, nbytes: int) -> Iterator[RoundArrays]:
-        """The array view, vectorised over ranks (rows in rank-major order,
-        as :func:`~topocoll.schedules.ir.rounds_from_ops` lists them)."""
-        sends, reduced = self._analyse()
-        by_round: dict[int, list[tuple[int, int, int]]] = {}
-        for rnd, offset, dep in sends:
-            by_round.setdefault(rnd, []).append((offset, dep, reduced.get((rnd, offset), 0) * nbytes))
-        ranks = np.arange(p, dtype=np.int64)
-        for rnd in sorted(by_round):
-            table = np.array(by_round[rnd], dtype=np.int64)
-            per_rank = table.shape[0]
-            src = np.repeat(ranks, per_rank)
-            dst = src + np.tile(table[:, 0], p)
-            dst %= p
-            yield RoundArrays(rnd, src, dst, np.full(src.shape, nbytes, dtype=np.int64),
-                              np.tile(table[:, 1], p), np.tile(table[:, 2], p))
 
 
 def check_n(where: str, n, *, auto: bool = False) -> int | str:
@@ -429,10 +311,9 @@ def _adapted_template(a: Adaptation) -> Circulant:
 
 
 def circulant_schedule(collective, name, p, count, itemsize, params, needs, template) -> Schedule:
-    """A one-block schedule whose both views come from one rank's ``template``."""
-    nbytes = count * itemsize
+    """A one-block schedule whose every view comes from one rank's ``template``."""
     return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1), params, needs,
-                    lambda: template.ops(p), lambda: template.rounds(p, nbytes))
+                    template.pattern(p))
 
 
 # ---- generators -------------------------------------------------------------

@@ -92,23 +92,28 @@ Op = Send | Recv | Reduce | Copy
 
 @dataclass(frozen=True, slots=True)
 class RoundArrays:
-    """All transfers of one round, as parallel arrays (the array view).
+    """One round of a schedule summarised for round-synchronous models.
 
-    ``dep_round[i]`` is the latest earlier round whose received data message
-    ``i`` needs before it can start (``-1``: none, it may start at once).
-    ``reduced[i]`` is the number of bytes the receiver reduces on arrival
-    (the γ term of the α-β-γ model).
+    Derived from the op program (:meth:`Schedule.rounds`): the messages of
+    the round (``src``, ``dst``, ``nbytes``, one row per send) and the
+    reductions (``reduce_rank``, ``reduce_bytes``, one row per reduce op),
+    the γ term of the α-β-γ model. Exact dependencies are not summarised:
+    models that need them read :meth:`Schedule.program`.
     """
 
     round: int
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
-    dep_round: np.ndarray
-    reduced: np.ndarray
+    reduce_rank: np.ndarray
+    reduce_bytes: np.ndarray
 
     def __len__(self) -> int:
         return int(self.src.shape[0])
+
+    def reduced_per_rank(self, p: int) -> np.ndarray:
+        """Bytes each rank reduces in this round."""
+        return np.bincount(self.reduce_rank, weights=self.reduce_bytes, minlength=p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +137,7 @@ def block_bounds(count: int, nblocks: int) -> np.ndarray:
 
 @dataclass
 class Schedule:
-    """One collective algorithm over ``p`` ranks, in both views.
+    """One collective algorithm over ``p`` ranks; every view derives from its pattern.
 
     Parameters
     ----------
@@ -151,11 +156,10 @@ class Schedule:
         The generator's parameters (``n``, ``root``, ...), resolved.
     needs : OperatorNeeds
         Operator properties the algorithm relies on.
-    build_ops : callable
-        Returns the per-rank operation lists; called once, lazily.
-    build_rounds : callable or None
-        Yields :class:`RoundArrays` without building per-rank ops; if absent,
-        the array view is derived from the per-rank view.
+    pattern : Pattern or callable
+        The one description of the algorithm
+        (:mod:`topocoll.schedules.pattern`); a bare callable returning every
+        rank's op lists is wrapped as :class:`~.pattern.OpsPattern`.
     root : int or None
         Root of rooted collectives.
     result_blocks : callable or None
@@ -170,13 +174,17 @@ class Schedule:
     bounds: np.ndarray
     params: dict
     needs: OperatorNeeds
-    build_ops: Callable[[], list[list[Op]]]
-    build_rounds: Callable[[], Iterator[RoundArrays]] | None = None
+    pattern: object
     root: int | None = None
     result_blocks: Callable[[int], Sequence[int]] | None = None
     input_blocks: Callable[[int], Sequence[int]] | None = None
     depth_order: tuple[int, ...] | None = None
-    _ops: list[list[Op]] | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        from .pattern import OpsPattern
+
+        if callable(self.pattern) and not hasattr(self.pattern, "ops_for"):
+            self.pattern = OpsPattern(self.p, self.pattern)
 
     @property
     def nblocks(self) -> int:
@@ -188,10 +196,22 @@ class Schedule:
 
     @property
     def ops(self) -> list[list[Op]]:
-        """Per-rank operation lists (materialised on first use)."""
-        if self._ops is None:
-            self._ops = self.build_ops()
-        return self._ops
+        """Every rank's operation list (for the verifier and small P)."""
+        return self.pattern.all_ops()
+
+    def ops_for(self, rank: int) -> list[Op]:
+        """Rank ``rank``'s operations only (what one MPI process runs)."""
+        if not 0 <= rank < self.p:
+            raise ScheduleError(f"ops_for: rank={rank}, expected a rank in 0..{self.p - 1}")
+        return self.pattern.ops_for(rank)
+
+    def program(self):
+        """The op program (:mod:`topocoll.schedules.program`), streamed by round."""
+        from .program import OpProgram
+
+        pattern, block_bytes = self.pattern, self.block_bytes
+        return OpProgram(self.p, self.nblocks, block_bytes, tuple(pattern.buffers()),
+                         lambda: pattern.chunks(block_bytes))
 
     @classmethod
     def from_ops(cls, collective: str, ops: list[list[Op]], *, algorithm: str = "custom",
@@ -199,88 +219,35 @@ class Schedule:
                  needs: OperatorNeeds = OperatorNeeds(), root: int | None = None,
                  result_blocks=None, input_blocks=None) -> "Schedule":
         """Wrap hand-written per-rank op lists (one list per rank) as a schedule."""
+        from .pattern import OpsPattern
+
         count = nblocks if count is None else count
         return cls(collective, algorithm, len(ops), count, itemsize, block_bounds(count, nblocks), {},
-                   needs, lambda: ops, None, root=root, result_blocks=result_blocks,
-                   input_blocks=input_blocks, _ops=ops)
+                   needs, OpsPattern.of(ops), root=root, result_blocks=result_blocks,
+                   input_blocks=input_blocks)
 
     def with_ops(self, ops: list[list[Op]], algorithm: str | None = None) -> "Schedule":
-        """A copy with other per-rank ops (mutants, hand-edited schedules);
-        its array view is derived from them."""
+        """A copy with other per-rank ops (mutants, hand-edited schedules)."""
+        from .pattern import OpsPattern
+
         return Schedule(
             collective=self.collective, algorithm=algorithm or self.algorithm, p=self.p,
             count=self.count, itemsize=self.itemsize, bounds=self.bounds, params=dict(self.params),
-            needs=self.needs, build_ops=lambda: ops, build_rounds=None, root=self.root,
+            needs=self.needs, pattern=OpsPattern.of(ops), root=self.root,
             result_blocks=self.result_blocks, input_blocks=self.input_blocks,
-            depth_order=self.depth_order, _ops=ops,
+            depth_order=self.depth_order,
         )
 
     def rounds(self) -> Iterator[RoundArrays]:
-        """The array view, one :class:`RoundArrays` per round, produced lazily."""
-        if self.build_rounds is not None:
-            yield from self.build_rounds()
-        else:
-            yield from rounds_from_ops(self.ops, self.block_bytes)
+        """Per round: messages and reductions, summarised from the op program."""
+        from .program import summarise
+
+        for chunk in self.program():
+            yield summarise(chunk)
 
     def label(self) -> str:
         shown = ", ".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.collective}/{self.algorithm}(p={self.p}{', ' + shown if shown else ''})"
-
-
-def rounds_from_ops(ops: list[list[Op]], block_bytes: np.ndarray) -> Iterator[RoundArrays]:
-    """Derive the array view from per-rank ops (for small p and for checks).
-
-    A message's ``dep_round`` is the latest round among the receives it
-    transitively depends on within its rank; ``reduced`` counts the bytes of
-    the matching receive that a later reduction on the receiver consumes.
-    """
-    rows: dict[int, list[tuple[int, int, int, int, int]]] = {}
-    reduced_at = _reduced_receives(ops, block_bytes)
-    recv_match = _match_index(ops)
-    for rank, rank_ops in enumerate(ops):
-        latest_recv = _latest_recv_round(rank_ops)
-        for idx, op in enumerate(rank_ops):
-            if op.kind != "send":
-                continue
-            nbytes = int(sum(block_bytes[b] for b in op.blocks))
-            peer_idx = recv_match.get((rank, idx))
-            red = reduced_at.get((op.peer, peer_idx), 0) if peer_idx is not None else 0
-            rows.setdefault(op.round, []).append((rank, op.peer, nbytes, latest_recv[idx], red))
-    for rnd in sorted(rows):
-        arr = np.array(rows[rnd], dtype=np.int64).reshape(-1, 5)
-        yield RoundArrays(rnd, arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
-
-
-def _latest_recv_round(rank_ops: list[Op]) -> list[int]:
-    latest = [-1] * len(rank_ops)
-    for idx, op in enumerate(rank_ops):
-        best = op.round if op.kind == "recv" else -1
-        for d in op.deps:
-            best = max(best, latest[d])
-        latest[idx] = best
-    return latest
-
-
-def _reduced_receives(ops: list[list[Op]], block_bytes: np.ndarray) -> dict[tuple[int, int], int]:
-    """(rank, recv index) -> bytes of that receive a later Reduce combines
-    (as its source, or as the destination another piece is reduced into)."""
-    out: dict[tuple[int, int], int] = {}
-    for rank, rank_ops in enumerate(ops):
-        writer: dict[tuple[str, int], int] = {}
-        for idx, op in enumerate(rank_ops):
-            if op.kind == "recv":
-                for b in op.into:
-                    writer[(op.buf, b)] = idx
-            elif op.kind == "reduce":
-                # a received piece is reduced whether it enters as the source or
-                # is the destination another piece is composited into
-                for b in op.blocks:
-                    for w in {writer.get((op.src, b)), writer.pop((op.dst, b), None)} - {None}:
-                        out[(rank, w)] = out.get((rank, w), 0) + int(block_bytes[b])
-            elif op.kind == "copy":
-                for b in op.blocks:
-                    writer.pop((op.dst, b), None)
-    return out
 
 
 def channels(ops: list[list[Op]]) -> dict[tuple[int, int, int], tuple[list[int], list[int]]]:
@@ -300,31 +267,33 @@ def channels(ops: list[list[Op]]) -> dict[tuple[int, int, int], tuple[list[int],
     return out
 
 
-def _match_index(ops: list[list[Op]]) -> dict[tuple[int, int], int]:
-    """(src rank, send index) -> receive index on the peer, MPI order."""
-    return {(src, s_idx): r_idx
-            for (src, _, _), (sends, recvs) in channels(ops).items()
-            for s_idx, r_idx in zip(sends, recvs)}
+def _blocks(blocks) -> Sequence[int]:
+    """Block lists stay ``range`` objects when given as such (O(1) memory for
+    the long contiguous ranges of halving algorithms), else become tuples."""
+    return blocks if isinstance(blocks, range) else tuple(blocks)
 
 
-class ScheduleBuilder:
-    """Builds per-rank op lists, deriving dependencies from data flow.
+class RankBuilder:
+    """Builds one rank's op list, deriving dependencies from data flow.
 
     Each operation depends exactly on the last writer of every block it reads
     (read-after-write), and a write waits for the last writer and every reader
     since (write-after-write, write-after-read). This gives the earliest start
     allowed by the data, so overlap of reductions with transfers is explicit.
-    ``after=`` adds control dependencies the data flow does not imply.
+    ``after=`` adds control dependencies the data flow does not imply. This is
+    the one place the dependency rules live: every pattern derives its
+    dependencies through it.
     """
 
-    def __init__(self, p: int):
-        self.p = p
-        self.ops: list[list[Op]] = [[] for _ in range(p)]
-        self._writer: list[dict[tuple[str, int], int]] = [{} for _ in range(p)]
-        self._readers: list[dict[tuple[str, int], list[int]]] = [{} for _ in range(p)]
+    __slots__ = ("ops", "_writer", "_readers")
 
-    def _deps(self, rank, reads, writes, after) -> tuple[int, ...]:
-        writer, readers = self._writer[rank], self._readers[rank]
+    def __init__(self):
+        self.ops: list[Op] = []
+        self._writer: dict[tuple[str, int], int] = {}
+        self._readers: dict[tuple[str, int], list[int]] = {}
+
+    def _deps(self, reads, writes, after) -> tuple[int, ...]:
+        writer, readers = self._writer, self._readers
         deps = set(after)
         for key in reads:
             w = writer.get(key)
@@ -337,10 +306,10 @@ class ScheduleBuilder:
             deps.update(readers.get(key, ()))
         return tuple(sorted(deps))
 
-    def _commit(self, rank, op, reads, writes) -> int:
-        idx = len(self.ops[rank])
-        self.ops[rank].append(op)
-        writer, readers = self._writer[rank], self._readers[rank]
+    def _commit(self, op, reads, writes) -> int:
+        idx = len(self.ops)
+        self.ops.append(op)
+        writer, readers = self._writer, self._readers
         for key in reads:
             readers.setdefault(key, []).append(idx)
         for key in writes:
@@ -348,45 +317,72 @@ class ScheduleBuilder:
             readers[key] = []
         return idx
 
-    def send(self, rank, peer, blocks, *, buf="data", round, tag=None, after=()) -> int:
-        blocks = tuple(blocks)
+    def send(self, peer, blocks, *, buf="data", round, tag=None, after=()) -> int:
+        blocks = _blocks(blocks)
         reads = [(buf, b) for b in blocks]
-        op = Send(peer, buf, blocks, round if tag is None else tag, round, self._deps(rank, reads, (), after))
-        return self._commit(rank, op, reads, ())
+        op = Send(peer, buf, blocks, round if tag is None else tag, round, self._deps(reads, (), after))
+        return self._commit(op, reads, ())
 
-    def recv(self, rank, peer, blocks, *, buf="data", into=None, round, tag=None, after=()) -> int:
-        blocks = tuple(blocks)
-        into = blocks if into is None else tuple(into)
+    def recv(self, peer, blocks, *, buf="data", into=None, round, tag=None, after=()) -> int:
+        blocks = _blocks(blocks)
+        into = blocks if into is None else _blocks(into)
         writes = [(buf, b) for b in into]
-        op = Recv(peer, buf, blocks, into, round if tag is None else tag, round,
-                  self._deps(rank, (), writes, after))
-        return self._commit(rank, op, (), writes)
+        op = Recv(peer, buf, blocks, into, round if tag is None else tag, round, self._deps((), writes, after))
+        return self._commit(op, (), writes)
 
-    def reduce(self, rank, blocks, *, dst="data", src, side, round, after=()) -> int:
+    def reduce(self, blocks, *, dst="data", src, side, round, after=()) -> int:
         if side not in (LEFT, RIGHT):
             raise ScheduleError(f"reduce: side={side!r}, expected 'left' or 'right'")
-        blocks = tuple(blocks)
+        blocks = _blocks(blocks)
         reads = [(src, b) for b in blocks] + [(dst, b) for b in blocks]
         writes = [(dst, b) for b in blocks]
-        op = Reduce(dst, src, blocks, side, round, self._deps(rank, reads, writes, after))
-        return self._commit(rank, op, reads, writes)
+        op = Reduce(dst, src, blocks, side, round, self._deps(reads, writes, after))
+        return self._commit(op, reads, writes)
 
-    def copy(self, rank, blocks, *, dst, src, src_blocks=None, round, after=()) -> int:
-        blocks = tuple(blocks)
-        src_blocks = blocks if src_blocks is None else tuple(src_blocks)
+    def copy(self, blocks, *, dst, src, src_blocks=None, round, after=()) -> int:
+        blocks = _blocks(blocks)
+        src_blocks = blocks if src_blocks is None else _blocks(src_blocks)
         reads = [(src, b) for b in src_blocks]
         writes = [(dst, b) for b in blocks]
-        op = Copy(dst, src, blocks, src_blocks, round, self._deps(rank, reads, writes, after))
-        return self._commit(rank, op, reads, writes)
+        op = Copy(dst, src, blocks, src_blocks, round, self._deps(reads, writes, after))
+        return self._commit(op, reads, writes)
 
-    def exchange(self, rank, peer, blocks, *, send_buf="data", recv_buf, recv_blocks=None,
+    def exchange(self, peer, blocks, *, send_buf="data", recv_buf, recv_blocks=None,
                  round, into=None) -> tuple[int, int]:
         """Send ``blocks`` to ``peer`` and receive its ``recv_blocks`` (default:
         the same) into ``recv_buf``, as one round of a pairwise pattern."""
-        s = self.send(rank, peer, blocks, buf=send_buf, round=round)
-        r = self.recv(rank, peer, blocks if recv_blocks is None else recv_blocks,
+        s = self.send(peer, blocks, buf=send_buf, round=round)
+        r = self.recv(peer, blocks if recv_blocks is None else recv_blocks,
                       buf=recv_buf, into=into, round=round)
         return s, r
+
+
+class ScheduleBuilder:
+    """Every rank's :class:`RankBuilder`, addressed by rank (the form most
+    generators were first written in: one loop over rounds, one over ranks)."""
+
+    def __init__(self, p: int):
+        self.p = p
+        self.ranks = [RankBuilder() for _ in range(p)]
+
+    @property
+    def ops(self) -> list[list[Op]]:
+        return [rb.ops for rb in self.ranks]
+
+    def send(self, rank, *args, **kw) -> int:
+        return self.ranks[rank].send(*args, **kw)
+
+    def recv(self, rank, *args, **kw) -> int:
+        return self.ranks[rank].recv(*args, **kw)
+
+    def reduce(self, rank, *args, **kw) -> int:
+        return self.ranks[rank].reduce(*args, **kw)
+
+    def copy(self, rank, *args, **kw) -> int:
+        return self.ranks[rank].copy(*args, **kw)
+
+    def exchange(self, rank, *args, **kw) -> tuple[int, int]:
+        return self.ranks[rank].exchange(*args, **kw)
 
     def build(self) -> list[list[Op]]:
         return self.ops

@@ -56,7 +56,7 @@ class ScheduleReport:
 
 
 def report(schedule: Schedule) -> ScheduleReport:
-    """Measure ``schedule`` from its array view, streaming round by round."""
+    """Measure ``schedule`` from its round summaries, streaming round by round."""
     p = schedule.p
     msgs_per_rank = np.zeros(p, dtype=np.int64)
     bytes_per_rank = np.zeros(p, dtype=np.int64)
@@ -64,7 +64,8 @@ def report(schedule: Schedule) -> ScheduleReport:
     all_active = True
     a = b = g = 0.0
     for rnd in schedule.rounds():
-        if len(rnd) == 0:
+        g += float(rnd.reduced_per_rank(p).max()) if len(rnd.reduce_rank) else 0.0
+        if len(rnd) == 0:   # a round of local work only: no latency, no bytes
             continue
         rounds += 1
         messages += len(rnd)
@@ -72,7 +73,6 @@ def report(schedule: Schedule) -> ScheduleReport:
         sent_msgs = np.bincount(rnd.src, minlength=p)
         sent = np.bincount(rnd.src, weights=rnd.nbytes, minlength=p)
         recv = np.bincount(rnd.dst, weights=rnd.nbytes, minlength=p)
-        red = np.bincount(rnd.dst, weights=rnd.reduced, minlength=p)
         msgs_per_rank += sent_msgs
         bytes_per_rank += sent.astype(np.int64)
         if all_active:
@@ -80,7 +80,6 @@ def report(schedule: Schedule) -> ScheduleReport:
             all_active = bool((sent_msgs > 0).all() and (recv_msgs > 0).all())
         a += float(sent_msgs.max())
         b += float(np.maximum(sent, recv).max())
-        g += float(red.max())
     if rounds == 0:
         all_active = True
     return ScheduleReport(

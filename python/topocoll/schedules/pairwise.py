@@ -143,7 +143,7 @@ def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize)
 
     needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
     return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1),
-                    {"leftover": leftover}, needs, ops, lambda: pairwise_rounds(p, leftover, nbytes))
+                    {"leftover": leftover}, needs, ops)
 
 
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
@@ -336,4 +336,4 @@ def butterfly_virtual(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     virtual = p & (p - 1) != 0
     needs = OperatorNeeds(commutative=virtual, idempotent=virtual)
     return Schedule("allreduce", "butterfly_virtual", p, count, itemsize, block_bounds(count, 1), {},
-                    needs, ops, rounds)
+                    needs, ops)

@@ -130,9 +130,7 @@ def ring_reduce_scatter(p: int, *, count: int = 1, itemsize: int = 8) -> Schedul
 
     block_bytes = np.diff(bounds) * itemsize
     return Schedule("reduce_scatter", "ring", p, count, itemsize, bounds, {},
-                    OperatorNeeds(commutative=p > 2), ops,
-                    lambda: _ring_rounds(p, block_bytes, offset=1, round0=0, first_dep=-1, reduce=True),
-                    result_blocks=_own_block)
+                    OperatorNeeds(commutative=p > 2), ops, result_blocks=_own_block)
 
 
 @algorithm(collective="allgather", name="ring", params={}, rounds="P − 1", noncommutative=True,
@@ -181,9 +179,7 @@ def ring_allgather(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
         return b.build()
 
     block_bytes = np.diff(bounds) * itemsize
-    return Schedule("allgather", "ring", p, count, itemsize, bounds, {}, OperatorNeeds(), ops,
-                    lambda: _ring_rounds(p, block_bytes, offset=0, round0=0, first_dep=-1, reduce=False),
-                    input_blocks=_own_block)
+    return Schedule("allgather", "ring", p, count, itemsize, bounds, {}, OperatorNeeds(), ops, input_blocks=_own_block)
 
 
 @algorithm(collective="allreduce", name="ring", params={}, rounds="2(P − 1)", noncommutative=False,
@@ -245,7 +241,7 @@ def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
         yield from _ring_rounds(p, block_bytes, offset=0, round0=p - 1, first_dep=p - 2, reduce=False)
 
     return Schedule("allreduce", "ring", p, count, itemsize, bounds, {},
-                    OperatorNeeds(commutative=p > 2), ops, rounds)
+                    OperatorNeeds(commutative=p > 2), ops)
 
 
 # ---- Rabenseifner ------------------------------------------------------------
@@ -412,5 +408,4 @@ def rabenseifner(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
         _rabenseifner_ops(b, p)
         return b.build()
 
-    return Schedule("allreduce", "rabenseifner", p, count, itemsize, bounds, {}, OperatorNeeds(), ops,
-                    lambda: _rabenseifner_rounds(p, block_bytes))
+    return Schedule("allreduce", "rabenseifner", p, count, itemsize, bounds, {}, OperatorNeeds(), ops)

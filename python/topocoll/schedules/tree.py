@@ -138,8 +138,7 @@ def binomial_reduce(p: int, *, root: int = 0, order: str = "rank", count: int = 
 
     return Schedule("reduce", "binomial", p, count, itemsize, block_bounds(count, 1),
                     {"root": root, "order": order},
-                    OperatorNeeds(commutative=order == "relative" and root != 0), ops,
-                    lambda: _reduce_rounds(p, root, order, nbytes), root=root)
+                    OperatorNeeds(commutative=order == "relative" and root != 0), ops, root=root)
 
 
 @algorithm(collective="bcast", name="binomial", params={"root": 0}, rounds="⌈log2 P⌉",
@@ -166,7 +165,7 @@ def binomial_bcast(p: int, *, root: int = 0, count: int = 1, itemsize: int = 8) 
         return b.build()
 
     return Schedule("bcast", "binomial", p, count, itemsize, block_bounds(count, 1), {"root": root},
-                    OperatorNeeds(), ops, lambda: _bcast_rounds(p, root, nbytes), root=root)
+                    OperatorNeeds(), ops, root=root)
 
 
 @algorithm(collective="allreduce", name="binomial", params={}, rounds="2⌈log2 P⌉",
@@ -200,4 +199,4 @@ def binomial_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule
         yield from _bcast_rounds(p, 0, nbytes, round0=k, first_dep=k - 1 if k else -1)
 
     return Schedule("allreduce", "binomial", p, count, itemsize, block_bounds(count, 1), {},
-                    OperatorNeeds(), ops, rounds)
+                    OperatorNeeds(), ops)

@@ -95,7 +95,7 @@ def static_contention(schedule: Schedule, router, order=None, *, alpha: float = 
         remote = src != dst
         nbytes = rnd.nbytes.astype(np.float64)
         msgs = np.bincount(rnd.src, minlength=p).max()
-        reduced = np.bincount(rnd.dst, weights=rnd.reduced, minlength=p).max()
+        reduced = rnd.reduced_per_rank(p).max()
         wire = link_time = 0.0
         busiest, hot, congestion = 0.0, -1, 1.0
         if remote.any():

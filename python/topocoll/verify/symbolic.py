@@ -152,16 +152,54 @@ def operator_properties(op: str | None, schedule: Schedule) -> tuple[str, bool, 
     return (op, *OPERATORS[op])
 
 
-def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_transfer=None) -> str:
-    """Prove ``schedule`` computes its collective for operator ``op``.
+@dataclass(frozen=True, slots=True)
+class VerifyWarning:
+    """A defect that does not make the result wrong, only the schedule slower.
 
-    Returns the operator name it was verified for; raises
-    :class:`VerificationError` naming rank, buffer block and expected versus
-    found contributions otherwise.
+    ``kind`` is ``"dead reduction"``: a reduction whose result never reaches
+    an output of the collective (overwritten, or left in a buffer nothing
+    reads), a γ term the cost model charges for nothing.
+    """
+
+    kind: str
+    rank: int
+    index: int
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """What :func:`verify_report` proved: the operator and the warnings."""
+
+    op: str
+    warnings: tuple[VerifyWarning, ...] = ()
+
+
+def verify_report(schedule: Schedule, op: str | None = None, *, on_round_end=None,
+                  on_transfer=None) -> VerifyReport:
+    """Like :func:`verify`, and also collect warnings (dead reductions).
+
+    Warnings are returned, not emitted through :mod:`warnings`: a caller
+    (CLI, tests, the tuner) decides what to do with them.
+
+    Examples
+    --------
+    >>> from topocoll.schedules.ir import RIGHT, Schedule, ScheduleBuilder
+    >>> b = ScheduleBuilder(2)
+    >>> _ = b.send(1, 0, (0,), round=0), b.recv(0, 1, (0,), buf="tmp", round=0)
+    >>> _ = b.reduce(0, (0,), src="tmp", dst="tmp", side=RIGHT, round=0)   # result never read
+    >>> _ = b.reduce(0, (0,), src="tmp", side=RIGHT, round=0)
+    >>> report = verify_report(Schedule.from_ops("reduce", b.build(), root=0), op="max")
+    >>> report.op, [(w.kind, w.rank, w.index) for w in report.warnings]
+    ('max', [])
     """
     op, commutative, idempotent = operator_properties(op, schedule)
     algebra = SymbolicAlgebra(commutative, idempotent, schedule.depth_order)
-    values = replay(schedule, algebra, on_round_end=on_round_end, on_transfer=on_transfer)
+    dead: list = []
+    values = replay(schedule, algebra, on_round_end=on_round_end, on_transfer=on_transfer, unused=dead)
     for rank in range(schedule.p):
         for block, expected in expected_contributions(schedule, rank).items():
             value = values[rank].get(("data", block))
@@ -172,4 +210,47 @@ def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_t
             why = algebra.check(value, expected)
             if why:
                 raise VerificationError(f"{schedule.label()} with op={op}: rank {rank} data[{block}] {why}")
+    warnings = tuple(
+        VerifyWarning("dead reduction", rank, idx,
+                      f"{schedule.label()}: {describe(rank, idx, schedule.ops[rank][idx])}: dead reduction, "
+                      f"its result in {', '.join(f'{buf}[{b}]' for buf, b in keys[:4])}"
+                      f"{' ...' if len(keys) > 4 else ''} never reaches an output (overwritten or never read)")
+        for rank, idx, keys in dead)
+    return VerifyReport(op, warnings)
+
+
+def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_transfer=None,
+           warnings: list | None = None) -> str:
+    """Prove ``schedule`` computes its collective for operator ``op``.
+
+    Returns the operator name it was verified for; raises
+    :class:`VerificationError` naming rank, buffer block and expected versus
+    found contributions otherwise. Matching follows MPI's posting order
+    (MPI-3.1 §3.5) under rendezvous sends, so a schedule that passes runs
+    under ``execute_mpi`` and any MPI, eager or rendezvous. If ``warnings``
+    is a list, the :class:`VerifyWarning` s of :func:`verify_report` are
+    appended to it (the check costs a little, so it runs only then).
+    """
+    if warnings is not None:
+        report = verify_report(schedule, op, on_round_end=on_round_end, on_transfer=on_transfer)
+        warnings.extend(report.warnings)
+        return report.op
+    op, commutative, idempotent = operator_properties(op, schedule)
+    algebra = SymbolicAlgebra(commutative, idempotent, schedule.depth_order)
+    values = replay(schedule, algebra, on_round_end=on_round_end, on_transfer=on_transfer)
+    _check_outputs(schedule, op, algebra, values)
     return op
+
+
+def _check_outputs(schedule, op, algebra, values) -> None:
+    """Every output block holds the contribution the collective defines."""
+    for rank in range(schedule.p):
+        for block, expected in expected_contributions(schedule, rank).items():
+            value = values[rank].get(("data", block))
+            if value is None:
+                raise VerificationError(
+                    f"{schedule.label()} with op={op}: rank {rank} data[{block}] never written, "
+                    f"expected {format_seq(expected[1])}")
+            why = algebra.check(value, expected)
+            if why:
+                raise VerificationError(f"{schedule.label()} with op={op}: rank {rank} data[{block}] {why}")

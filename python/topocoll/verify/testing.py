@@ -54,26 +54,33 @@ def check_against_reference(schedule, inputs, op) -> None:
                     f"{schedule.label()}: rank {rank} block {position} = {got[:4]}..., expected {want[:4]}...")
 
 
-def round_rows(rnd, *, ordered: bool = False) -> list[tuple[int, int, int, int, int]]:
-    """A round of the array view as ``(src, dst, nbytes, dep_round, reduced)``
-    rows, sorted unless ``ordered`` (then in the generator's own row order)."""
-    rows = list(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist(),
-                    rnd.dep_round.tolist(), rnd.reduced.tolist()))
+def round_rows(rnd, *, ordered: bool = False) -> list[tuple[int, int, int]]:
+    """The messages of a round summary as ``(src, dst, nbytes)`` rows, sorted
+    unless ``ordered`` (then in program order: rank, then posting order)."""
+    rows = list(zip(rnd.src.tolist(), rnd.dst.tolist(), rnd.nbytes.tolist()))
     return rows if ordered else sorted(rows)
 
 
-def assert_views_equal(schedule, *, ordered: bool = False) -> None:
-    """The generator's vectorised array view equals the one derived from its
-    per-rank operations (:func:`~topocoll.schedules.ir.rounds_from_ops`),
-    round by round; empty rounds are ignored."""
-    from ..schedules.ir import rounds_from_ops
+def assert_views_equal(schedule, ranks=None) -> None:
+    """Every view of ``schedule`` agrees with its per-rank operations.
 
-    fast = [r for r in schedule.rounds() if len(r)]
-    slow = [r for r in rounds_from_ops(schedule.ops, schedule.block_bytes) if len(r)]
-    assert [r.round for r in fast] == [r.round for r in slow], f"{schedule.label()}: round numbers differ"
+    The op program the pattern streams equals the one derived column by
+    column from every rank's op list (:func:`~topocoll.schedules.program.chunks_from_ops`,
+    dependencies by data flow), and ``ops_for(rank)`` equals that rank's list.
+    """
+    from ..schedules.program import chunks_from_ops
+
+    ops = schedule.ops
+    for rank in (range(schedule.p) if ranks is None else ranks):
+        assert schedule.pattern.ops_for(rank) == ops[rank], f"{schedule.label()}: ops_for({rank}) differs"
+    fast = list(schedule.program())
+    slow = list(chunks_from_ops(ops, schedule.pattern.buffers(), schedule.block_bytes))
+    assert [c.round for c in fast] == [c.round for c in slow], f"{schedule.label()}: round numbers differ"
     for a, b in zip(fast, slow):
-        assert round_rows(a, ordered=ordered) == round_rows(b, ordered=ordered), \
-            f"{schedule.label()} round {a.round}: array view differs from the per-rank ops"
+        for name in a.__dataclass_fields__:
+            x, y = getattr(a, name), getattr(b, name)
+            same = np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+            assert same, f"{schedule.label()} round {a.round}: op program column {name} differs from the per-rank ops"
 
 
 def shifted_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:

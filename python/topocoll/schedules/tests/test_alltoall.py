@@ -5,7 +5,9 @@ missing being reported, and the cost models against closed forms and the
 paper's own numbers."""
 
 import doctest
+import importlib
 import math
+import pkgutil
 import random
 
 import numpy as np
@@ -486,7 +488,9 @@ def test_bad_input_is_one_line_spec_error(call, fragment):
 
 
 def test_doctests():
-    for module in (alltoall, alltoall_cost):
+    submodules = [importlib.import_module(f"{alltoall.__name__}.{m.name}")
+                  for m in pkgutil.iter_modules(alltoall.__path__)]
+    for module in (*submodules, alltoall_cost):
         failed, attempted = doctest.testmod(module)
         assert attempted > 0 and failed == 0, module.__name__
 

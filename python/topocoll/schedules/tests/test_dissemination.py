@@ -15,9 +15,8 @@ from topocoll.schedules import dissemination as module
 from topocoll.schedules import report
 from topocoll.schedules.dissemination import (adaptation, adaptations, adapted_schedule, dissemination,
                                               is_adaptable, nway_dissemination, nway_dissemination_unadapted)
-from topocoll.schedules.ir import rounds_from_ops
 from topocoll.verify import check_against_reference, integer_inputs, verify
-from topocoll.verify.testing import positive_inputs, round_rows, rounds_needed, shifted_product
+from topocoll.verify.testing import assert_views_equal, positive_inputs, rounds_needed, shifted_product
 
 MAX_P = 130
 NS = range(1, 7)
@@ -113,17 +112,13 @@ def test_barrier_misses_a_rank_without_its_last_round():
 
 
 @pytest.mark.parametrize("make", [nway_dissemination, nway_dissemination_unadapted, dissemination])
-def test_array_view_equals_view_from_ops(make):
+def test_vectorised_program_equals_program_from_ops(make):
     for n in NS:
         for p in range(1, 41):
             if make is nway_dissemination and not is_adaptable(p, n):
                 continue
             sched = make(p, n=n, count=5, itemsize=4)
-            fast = [r for r in sched.rounds() if len(r)]
-            slow = [r for r in rounds_from_ops(sched.ops, sched.block_bytes) if len(r)]
-            assert [r.round for r in fast] == [r.round for r in slow]
-            for a, b in zip(fast, slow):
-                assert round_rows(a, ordered=True) == round_rows(b, ordered=True), f"{sched.label()} round {a.round}"
+            assert_views_equal(sched)
 
 
 # ---- Table I and equation (3), End et al. 2016 -----------------------------------

@@ -1,0 +1,327 @@
+"""Patterns: the one description of an algorithm every view derives from.
+
+A pattern answers three questions, and a :class:`~topocoll.schedules.ir.Schedule`
+asks nothing else of it:
+
+- ``ops_for(rank)``: one rank's operations (the MPI executor, ``show``);
+- ``all_ops()``: every rank's operations (the verifier, small P);
+- ``chunks(block_bytes)``: the op program, streamed round by round
+  (:mod:`topocoll.schedules.program`; the simulator).
+
+Dependencies are derived once, by data flow, in
+:class:`~topocoll.schedules.ir.RankBuilder`. Three kinds of pattern:
+
+- :class:`Circulant` (DIY2's "partners" idea: Morozov & Peterka 2016): every
+  rank runs rank 0's operations with peers and blocks moved by a group
+  action of its rank (``r + x mod P`` or ``r XOR x``). Data flow is derived on
+  rank 0 alone and is the same on every rank, because the action is a
+  bijection on ranks and on blocks; the program is then vectorised over
+  ranks, so ``P = 65,536`` streams without one Python object per op.
+- :class:`RankwisePattern`: a function building one rank's operations, for
+  patterns whose ranks differ (trees, folds, halving): ``ops_for`` costs one
+  rank's work only; the program merges the ranks.
+- :class:`OpsPattern`: explicit op lists for every rank (mutants,
+  hand-written schedules, generators not yet described otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import ScheduleError
+from .ir import LEFT, RIGHT, Op, RankBuilder
+from .program import (COPY, KIND_CODES, LEFT_SIDE, RECV, REDUCE, RIGHT_SIDE, SEND, OpChunk, block_runs,
+                      chunks_from_ops, run_bytes)
+
+
+def buffers_of(ops: Sequence[Sequence[Op]]) -> tuple[str, ...]:
+    """Buffer names in first-use order, ``data`` first."""
+    names = {"data": None}
+    for rank_ops in ops:
+        for op in rank_ops:
+            if op.kind in ("send", "recv"):
+                names.setdefault(op.buf)
+            else:
+                names.setdefault(op.dst)
+                names.setdefault(op.src)
+    return tuple(names)
+
+
+class OpsPattern:
+    """Explicit per-rank op lists, built once on first use by ``build()``."""
+
+    def __init__(self, p: int, build: Callable[[], list[list[Op]]]):
+        self.p = p
+        self._build = build
+        self._ops: list[list[Op]] | None = None
+
+    @classmethod
+    def of(cls, ops: list[list[Op]]) -> "OpsPattern":
+        pattern = cls(len(ops), lambda: ops)
+        pattern._ops = ops
+        return pattern
+
+    def all_ops(self) -> list[list[Op]]:
+        if self._ops is None:
+            self._ops = self._build()
+        return self._ops
+
+    def ops_for(self, rank: int) -> list[Op]:
+        return self.all_ops()[rank]
+
+    def buffers(self) -> tuple[str, ...]:
+        return buffers_of(self.all_ops())
+
+    def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
+        return chunks_from_ops(self.all_ops(), self.buffers(), block_bytes)
+
+
+class RankwisePattern(OpsPattern):
+    """Built one rank at a time by ``rank_ops(rank, builder)``, which records
+    that rank's operations on a fresh :class:`RankBuilder`."""
+
+    def __init__(self, p: int, rank_ops: Callable[[int, RankBuilder], None]):
+        self._rank_ops = rank_ops
+        super().__init__(p, lambda: [self.ops_for(r) for r in range(p)])
+
+    def ops_for(self, rank: int) -> list[Op]:
+        if self._ops is not None:
+            return self._ops[rank]
+        builder = RankBuilder()
+        self._rank_ops(rank, builder)
+        return builder.ops
+
+
+# ---- circulant patterns -------------------------------------------------------
+
+ADD, XOR = "add", "xor"
+LOWER_FIRST = "lower_first"   # a reduction side: the lower rank's data in front
+
+
+class Circulant:
+    """Rank 0's operations; rank ``r`` runs them moved by the action of ``r``.
+
+    Peers are given as offsets: ``send(t, o)`` sends to ``r ⊕ o`` and
+    ``recv(t, o)`` receives from ``r ⊖ o`` what that rank sent with offset
+    ``o`` (``⊕`` is ``+ mod P`` for ``group="add"``, XOR for ``"xor"``, where
+    ``P`` must be a power of two). Blocks are named as rank 0 names them;
+    with ``block_shift=s`` rank ``r`` uses block ``b ⊕ s·r`` (mod
+    ``nblocks``; XOR: ``b ⊕ r``), so "my block" patterns such as the ring are
+    circulant too. A reduction's ``side`` is ``"left"``, ``"right"`` or
+    ``(LOWER_FIRST, o)``: the data received from ``r ⊖ o`` goes in front
+    when that rank is lower than ``r`` (non-commutative safe rank order).
+    The tag of an operation defaults to its round.
+    """
+
+    def __init__(self, *, group: str = ADD, block_shift: int = 0):
+        if group not in (ADD, XOR):
+            raise ScheduleError(f"Circulant: group={group!r}, expected 'add' or 'xor'")
+        self.group = group
+        self.block_shift = block_shift
+        self.steps: list[tuple] = []
+
+    # ---- recording rank 0's operations
+    def send(self, round: int, offset: int, buf: str = "data", *, blocks=(0,), tag=None) -> None:
+        self.steps.append(("send", round, offset, buf, tuple(blocks), None, round if tag is None else tag))
+
+    def recv(self, round: int, offset: int, buf: str = "data", *, blocks=(0,), into=None, tag=None) -> None:
+        blocks = tuple(blocks)
+        into = blocks if into is None else tuple(into)
+        self.steps.append(("recv", round, offset, buf, blocks, into, round if tag is None else tag))
+
+    def reduce(self, round: int, *, dst: str, src: str, side=RIGHT, blocks=(0,)) -> None:
+        self.steps.append(("reduce", round, dst, src, tuple(blocks), side))
+
+    def copy(self, round: int, *, dst: str, src: str, blocks=(0,), src_blocks=None) -> None:
+        blocks = tuple(blocks)
+        self.steps.append(("copy", round, dst, src, blocks, blocks if src_blocks is None else tuple(src_blocks)))
+
+    def pattern(self, p: int, nblocks: int = 1) -> "CirculantPattern":
+        return CirculantPattern(self, p, nblocks)
+
+
+class CirculantPattern:
+    """A :class:`Circulant` template bound to ``p`` ranks and ``nblocks``."""
+
+    def __init__(self, template: Circulant, p: int, nblocks: int):
+        if template.group == XOR and p & (p - 1):
+            raise ScheduleError(f"XOR circulant pattern: p={p}, expected a power of two")
+        self.t, self.p, self.nblocks = template, p, nblocks
+        self._ops: list[list[Op]] | None = None
+        self._rank0: list[Op] | None = None
+
+    # ---- the group action
+    def _peer(self, rank, offset):
+        if self.t.group == XOR:
+            return rank ^ offset
+        return (rank + offset) % self.p
+
+    def _from(self, rank, offset):
+        if self.t.group == XOR:
+            return rank ^ offset
+        return (rank - offset) % self.p
+
+    def _block(self, block, rank):
+        s = self.t.block_shift
+        if s == 0:
+            return block
+        if self.t.group == XOR:
+            return block ^ rank
+        return (block + s * rank) % self.nblocks
+
+    def _side(self, side, rank):
+        if isinstance(side, tuple):
+            return LEFT if self._from(rank, side[1]) < rank else RIGHT
+        return side
+
+    # ---- views
+    def buffers(self) -> tuple[str, ...]:
+        names = {"data": None}
+        for step in self.t.steps:
+            if step[0] in ("send", "recv"):
+                names.setdefault(step[3])
+            else:
+                names.setdefault(step[2])
+                names.setdefault(step[3])
+        return tuple(names)
+
+    def ops_for(self, rank: int) -> list[Op]:
+        if self._ops is not None:
+            return self._ops[rank]
+        b = RankBuilder()
+        blk = self._block
+        for step in self.t.steps:
+            kind, rnd = step[0], step[1]
+            if kind == "send":
+                b.send(self._peer(rank, step[2]), [blk(x, rank) for x in step[4]], buf=step[3], round=rnd,
+                       tag=step[6])
+            elif kind == "recv":
+                sender = self._from(rank, step[2])
+                b.recv(sender, [blk(x, sender) for x in step[4]], buf=step[3],
+                       into=[blk(x, rank) for x in step[5]], round=rnd, tag=step[6])
+            elif kind == "reduce":
+                b.reduce([blk(x, rank) for x in step[4]], dst=step[2], src=step[3],
+                         side=self._side(step[5], rank), round=rnd)
+            else:
+                b.copy([blk(x, rank) for x in step[4]], dst=step[2], src=step[3],
+                       src_blocks=[blk(x, rank) for x in step[5]], round=rnd)
+        return b.ops
+
+    def all_ops(self) -> list[list[Op]]:
+        if self._ops is None:
+            self._ops = [self.ops_for(r) for r in range(self.p)]
+        return self._ops
+
+    def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
+        """The op program vectorised over ranks: rank 0's data flow, tiled."""
+        rank0 = self.ops_for(0)   # dependencies by data flow, the same on every rank
+        steps = self.t.steps
+        rounds = sorted({s[1] for s in steps})
+        by_round = {t: [i for i, s in enumerate(steps) if s[1] == t] for t in rounds}
+        position = {}
+        for t in rounds:   # template op i -> (round, position within its round)
+            for j, i in enumerate(by_round[t]):
+                position[i] = (t, j)
+        for i in range(1, len(steps)):
+            if steps[i][1] < steps[i - 1][1]:
+                raise ScheduleError(f"circulant step {i}: round {steps[i][1]} after round {steps[i - 1][1]}, "
+                                    "expected non-decreasing rounds")
+        p = self.p
+        ranks = np.arange(p, dtype=np.int64)
+        bufs = {name: k for k, name in enumerate(self.buffers())}
+        base, first = {}, 0
+        for t in rounds:
+            base[t] = first
+            first += p * len(by_round[t])
+        for t in rounds:
+            idx = by_round[t]
+            m = len(idx)
+            kinds = np.array([KIND_CODES[steps[i][0]] for i in idx], dtype=np.int8)
+            peer = np.full((p, m), -1, dtype=np.int64)
+            tag = np.full((p, m), -1, dtype=np.int64)
+            side = np.full((p, m), -1, dtype=np.int8)
+            buf = np.zeros(m, dtype=np.int16)
+            sbuf = np.zeros(m, dtype=np.int16)
+            run_parts = []
+            for j, i in enumerate(idx):
+                step = steps[i]
+                kind = step[0]
+                if kind in ("send", "recv"):
+                    peer[:, j] = self._peer(ranks, step[2]) if kind == "send" else self._from(ranks, step[2])
+                    tag[:, j] = step[6]
+                    buf[j] = sbuf[j] = bufs[step[3]]
+                    if kind == "send":
+                        run_parts.append(self._runs(step[4], step[4], ranks, ranks))
+                    else:
+                        run_parts.append(self._runs(step[5], step[4], ranks, peer[:, j]))
+                else:
+                    buf[j], sbuf[j] = bufs[step[2]], bufs[step[3]]
+                    if kind == "reduce":
+                        s = step[5]
+                        if isinstance(s, tuple):
+                            side[:, j] = np.where(self._from(ranks, s[1]) < ranks, LEFT_SIDE, RIGHT_SIDE)
+                        else:
+                            side[:, j] = LEFT_SIDE if s == LEFT else RIGHT_SIDE
+                        run_parts.append(self._runs(step[4], step[4], ranks, ranks))
+                    else:
+                        run_parts.append(self._runs(step[4], step[5], ranks, ranks))
+            # runs: per step (dst, src, len, count-per-rank) -> rank-major op order
+            counts = np.stack([c for _, _, _, c in run_parts], axis=1)          # (p, m)
+            dsts = np.concatenate([d for d, _, _, _ in run_parts], axis=1)      # (p, Σ pieces)
+            srcs = np.concatenate([s for _, s, _, _ in run_parts], axis=1)
+            lens = np.concatenate([n for _, _, n, _ in run_parts], axis=1)
+            keep = lens > 0
+            run_dst, run_src, run_len = dsts[keep], srcs[keep], lens[keep]
+            run_ptr = np.concatenate(([0], np.cumsum(counts.ravel())))
+            # dependencies: rank 0's, as (round, position) of the template, tiled
+            dep_lists = [[position[d] for d in rank0[i].deps] for i in idx]
+            dep_counts = np.array([len(d) for d in dep_lists], dtype=np.int64)
+            const = np.array([base[tt] + jj for d in dep_lists for tt, jj in d], dtype=np.int64)
+            mult = np.array([len(by_round[tt]) for d in dep_lists for tt, _ in d], dtype=np.int64)
+            dep_idx = (const[None, :] + ranks[:, None] * mult[None, :]).ravel()
+            dep_ptr = np.concatenate(([0], np.cumsum(np.tile(dep_counts, p))))
+            nbytes = run_bytes(block_bytes, run_ptr, run_dst, run_len)
+            yield OpChunk(t, base[t], np.repeat(ranks, m), np.tile(kinds, p), peer.ravel(), tag.ravel(),
+                          np.tile(buf, p), np.tile(sbuf, p), side.ravel(), nbytes,
+                          run_ptr, run_dst, run_src, run_len, dep_ptr, dep_idx)
+
+    def _runs(self, dst_blocks, src_blocks, dst_rank, src_rank):
+        """Runs of one template op on every rank: arrays ``(p, pieces)`` of
+        dst, src, length (0 = no piece) and the number of pieces per rank."""
+        p = self.p
+        runs = block_runs(dst_blocks, src_blocks)
+        if not runs:
+            z = np.zeros((p, 0), dtype=np.int64)
+            return z, z, z, np.zeros(p, dtype=np.int64)
+        d0 = np.array([r[0] for r in runs], dtype=np.int64)
+        s0 = np.array([r[1] for r in runs], dtype=np.int64)
+        n0 = np.array([r[2] for r in runs], dtype=np.int64)
+        if self.t.block_shift == 0:
+            d = np.broadcast_to(d0, (p, len(runs)))
+            s = np.broadcast_to(s0, (p, len(runs)))
+            n = np.broadcast_to(n0, (p, len(runs)))
+            return d, s, n, np.full(p, len(runs), dtype=np.int64)
+        if self.t.group == XOR:
+            if (n0 != 1).any():   # XOR maps single blocks to single blocks, not runs
+                one = [(dd, ss, 1) for dd, ss, nn in runs for dd, ss in zip(range(dd, dd + nn), range(ss, ss + nn))]
+                d0, s0 = np.array([r[0] for r in one]), np.array([r[1] for r in one])
+                n0 = np.ones(len(one), dtype=np.int64)
+            d = d0[None, :] ^ dst_rank[:, None]
+            s = s0[None, :] ^ src_rank[:, None]
+            n = np.broadcast_to(n0, d.shape)
+            return d, s, n, np.full(p, d.shape[1], dtype=np.int64)
+        nb, k = self.nblocks, self.t.block_shift
+        d = (d0[None, :] + k * dst_rank[:, None]) % nb
+        s = (s0[None, :] + k * src_rank[:, None]) % nb
+        # a run that wraps past the last block splits there (in dst or in src)
+        c1 = np.where(nb - d < n0, nb - d, n0)
+        c2 = np.where(nb - s < n0, nb - s, n0)
+        a, b = np.minimum(c1, c2), np.maximum(c1, c2)
+        lens = np.stack([a, b - a, n0 - b], axis=2)                     # (p, runs, 3)
+        starts = np.stack([np.zeros_like(a), a, b], axis=2)
+        dd = (d[:, :, None] + starts) % nb
+        ss = (s[:, :, None] + starts) % nb
+        lens = lens.reshape(p, -1)
+        return dd.reshape(p, -1), ss.reshape(p, -1), lens, (lens > 0).sum(axis=1)
