@@ -1,8 +1,11 @@
-"""Array-view generation, streamed round by round, at P = 2^20 (ring: 2^14).
+"""The op program streamed at P = 2^16 for every generator, and one rank's ops.
 
-Issue 2 §8: each generator under 10 s and 2 GiB. Each case runs in its own
-process so its peak RSS is its own; the workload is ``report(schedule)``,
-which consumes every round's arrays (rounds, messages, bytes, α-β-γ cost).
+Issue 8: op-program streaming at P = 2^16 for every generator (wall, peak
+RSS, ops/s); Rabenseifner's ops for one rank at P = 2^16 in <= 1 s; the whole
+program of nway_dissemination at P = 2^16 in <= 2 s and <= 1 GiB. Each case
+runs in its own process so its peak RSS is its own. P² patterns (P - 1 rounds
+of P messages) stream their first rounds up to an op budget: ops/s is the
+measured rate, the total is what the whole program would hold.
 """
 
 import json
@@ -11,50 +14,89 @@ import sys
 
 from peak_rss import CHILD_PRELUDE
 
-CASES = [
-    ("allreduce", "binomial", 2**20, {}),
-    ("reduce", "binomial", 2**20, {"root": 5}),
-    ("bcast", "binomial", 2**20, {"root": 5}),
-    ("allreduce", "pairwise_exchange", 2**20, {}),
-    ("allreduce", "pairwise_exchange", 2**20 + 3, {}),
-    ("allreduce", "nway_dissemination", 2**20, {"n": "auto"}),
-    ("allreduce", "nway_dissemination_unadapted", 2**20, {"n": 3}),
-    ("allreduce", "bruck", 2**20, {"n": 5}),
-    ("allreduce", "rabenseifner", 2**20, {}),
-    ("allreduce", "rabenseifner", 2**20 + 3, {}),
-    ("allreduce", "ring", 2**14, {}),
-    ("barrier", "dissemination", 2**20, {"n": 1}),
-    ("barrier", "butterfly", 2**20, {}),
-]
+P = 2**16
+OP_BUDGET = 20_000_000
+TIMEOUT_S = 300
 
 CHILD = r"""
 import json, sys, time
-from topocoll.schedules import generate, report
-collective, name, p, params = json.loads(sys.argv[1])
+from topocoll.schedules import catalogue, generate
+collective, name, p, params, budget = json.loads(sys.argv[1])
+info = catalogue()[(collective, name)]
+count = 3 * p if collective == "alltoall" else p
 start = time.perf_counter()
-rep = report(generate(collective, name, p, count=p if name in ("ring", "rabenseifner") else 1024, **params))
+sched = generate(collective, name, p, count=count, **params)
+ops = rounds = 0
+complete = True
+for chunk in sched.program():
+    ops += len(chunk)
+    rounds += 1
+    if ops >= budget:
+        complete = False
+        break
 wall = time.perf_counter() - start
-print(json.dumps({"wall": wall, "rss": peak_rss(),
-                  "rounds": rep.rounds, "messages": rep.messages}))
+print(json.dumps({"wall": wall, "rss": peak_rss(), "ops": ops, "rounds": rounds, "complete": complete,
+                  "pattern": type(sched.pattern).__name__}))
+"""
+
+ONE_RANK = r"""
+import json, sys, time
+from topocoll.schedules import generate
+collective, name, p, params, rank = json.loads(sys.argv[1])
+start = time.perf_counter()
+sched = generate(collective, name, p, count=p, **params)
+ops = sched.ops_for(rank)
+wall = time.perf_counter() - start
+print(json.dumps({"wall": wall, "rss": peak_rss(), "ops": len(ops)}))
 """
 
 
-def run() -> str:
-    rows = ["| collective | algorithm | P | params | rounds | messages | wall (s) | peak RSS (MiB) | target |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for collective, name, p, params in CASES:
-        proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + CHILD, json.dumps([collective, name, p, params])],
-                              capture_output=True, text=True)
-        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-            rows.append(f"| {collective} | {name} | {p} | {shown} | - | - | - | - | failed: {last} |")
+def _child(code, args):
+    try:
+        proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + code, json.dumps(args)],
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"over {TIMEOUT_S} s"
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return json.loads(proc.stdout), None
+
+
+def _cases():
+    from topocoll.schedules import catalogue
+
+    for (collective, name), info in catalogue().items():
+        params = info.sweep[0]
+        if not info.supports(P, params):
             continue
-        r = json.loads(proc.stdout)
-        ok = r["wall"] < 10 and r["rss"] < 2 * 1024**3
-        rows.append(f"| {collective} | {name} | {p:,} | {shown} | {r['rounds']} | {r['messages']:,} | "
-                    f"{r['wall']:.2f} | {r['rss'] / 2**20:.0f} | {'met' if ok else 'MISSED'} (< 10 s, < 2 GiB) |")
-    return ("## Schedule array views at scale (issue 2)\n\n"
+        yield collective, name, params
+
+
+def run() -> str:
+    rows = ["| collective | algorithm | pattern | params | rounds streamed | ops streamed | complete | wall (s) "
+            "| ops/s | peak RSS (MiB) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for collective, name, params in _cases():
+        shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
+        r, err = _child(CHILD, [collective, name, P, params, OP_BUDGET])
+        if err:
+            rows.append(f"| {collective} | {name} | - | {shown} | - | - | - | - | - | failed: {err} |")
+            continue
+        rows.append(f"| {collective} | {name} | {r['pattern']} | {shown} | {r['rounds']} | {r['ops']:,} | "
+                    f"{'yes' if r['complete'] else 'no (budget)'} | {r['wall']:.2f} | "
+                    f"{r['ops'] / max(r['wall'], 1e-9):,.0f} | {r['rss'] / 2**20:.0f} |")
+    targets = ["| case | wall (s) | peak RSS (MiB) | ops | target |", "|---|---|---|---|---|"]
+    r, err = _child(ONE_RANK, ["allreduce", "rabenseifner", P, {}, 12345])
+    targets.append(f"| rabenseifner `ops_for(12345)`, P = 2^16 | " + (
+        f"{r['wall']:.2f} | {r['rss'] / 2**20:.0f} | {r['ops']:,} | {'met' if r['wall'] <= 1 else 'MISSED'} (<= 1 s) |"
+        if r else f"- | - | - | failed: {err} |"))
+    r, err = _child(CHILD, ["allreduce", "nway_dissemination", P, {"n": 1}, 10**12])
+    ok = r and r["wall"] <= 2 and r["rss"] <= 2**30
+    targets.append(f"| nway_dissemination whole program, P = 2^16 | " + (
+        f"{r['wall']:.2f} | {r['rss'] / 2**20:.0f} | {r['ops']:,} | {'met' if ok else 'MISSED'} (<= 2 s, <= 1 GiB) |"
+        if r else f"- | - | - | failed: {err} |"))
+    return ("## Op program at scale (issue 8)\n\n"
             "Command: `python benchmarks/run.py --only schedules` (one process per case; the workload is "
-            "`report(generate(...))`, which streams every round's arrays; count = 1024 elements, "
-            "ring/Rabenseifner count = P).\n\n" + "\n".join(rows) + "\n")
+            f"`generate(...)` then iterating `schedule.program()`; P = {P:,}, count = P elements "
+            f"(all-to-all: 3P); first parameter set of each generator's sweep; streaming stops after "
+            f"{OP_BUDGET:,} ops — the P² patterns — and says so).\n\n"
+            + "\n".join(targets) + "\n\n" + "\n".join(rows) + "\n")

@@ -51,14 +51,6 @@ impl CoreError {
             error: Box::new(self),
         }
     }
-
-    /// The error under any [`CoreError::Within`] wrappers: what decides its kind.
-    pub fn root(&self) -> &CoreError {
-        match self {
-            CoreError::Within { error, .. } => error.root(),
-            other => other,
-        }
-    }
 }
 
 impl fmt::Display for CoreError {
@@ -102,7 +94,6 @@ mod tests {
         );
         let e = CoreError::NoRoute("route 0 -> 3 loops".into()).within("route");
         assert_eq!(e.to_string(), "route: route 0 -> 3 loops");
-        assert_eq!(e.root(), &CoreError::NoRoute("route 0 -> 3 loops".into()));
         assert!(!e.to_string().contains('\n'));
     }
 }

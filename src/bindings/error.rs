@@ -14,16 +14,21 @@ use pyo3::PyErr;
 
 use crate::error::CoreError;
 
+/// The exception for `err` (a `Within` takes the class of the error it wraps).
+fn exception(err: &CoreError, message: String) -> PyErr {
+    match err {
+        CoreError::Within { error, .. } => exception(error, message),
+        CoreError::NotPixels { .. }
+        | CoreError::LengthMismatch { .. }
+        | CoreError::BadRuns(_)
+        | CoreError::InvalidArgument(_)
+        | CoreError::Topology(_)
+        | CoreError::NoRoute(_) => PyValueError::new_err(message),
+    }
+}
+
 impl From<CoreError> for PyErr {
     fn from(err: CoreError) -> PyErr {
-        match err.root() {
-            CoreError::NotPixels { .. }
-            | CoreError::LengthMismatch { .. }
-            | CoreError::BadRuns(_)
-            | CoreError::InvalidArgument(_)
-            | CoreError::Topology(_)
-            | CoreError::NoRoute(_) => PyValueError::new_err(err.to_string()),
-            CoreError::Within { .. } => unreachable!("root() unwraps Within"),
-        }
+        exception(&err, err.to_string())
     }
 }

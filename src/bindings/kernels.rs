@@ -2,19 +2,20 @@
 //! NumPy float32 arrays, with the interpreter released while Rust works.
 //!
 //! `topocoll.imaging` validates everything first and raises `SpecError`;
-//! the checks here are the last line (a `ValueError` with one line) so that
-//! a direct caller of `topocoll._core` cannot reach undefined behaviour.
+//! the checks here are the last line (a [`CoreError`] named after the
+//! function, a `ValueError` with one line in Python) so that a direct caller
+//! of `topocoll._core` cannot reach undefined behaviour.
 
 use numpy::{
     IntoPyArray, PyArray1, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::kernels::{active, over, KernelError, CHANNELS};
+use crate::error::CoreError;
+use crate::kernels::{active, over, CHANNELS};
 
-fn value_error(function: &str, err: KernelError) -> PyErr {
-    PyValueError::new_err(format!("{function}: {err}"))
+fn invalid(function: &'static str, message: String) -> CoreError {
+    CoreError::InvalidArgument(message).within(function)
 }
 
 fn shape_str(shape: &[usize]) -> String {
@@ -33,68 +34,81 @@ fn shape_str(shape: &[usize]) -> String {
 
 /// Shape of a pixel array: C-contiguous, at least 1-D, last axis 4.
 fn pixel_shape<'a>(
-    function: &str,
+    function: &'static str,
     name: &str,
     shape: &'a [usize],
     c_contiguous: bool,
-) -> PyResult<&'a [usize]> {
+) -> Result<&'a [usize], CoreError> {
     if shape.len() < 2 || shape[shape.len() - 1] != CHANNELS {
-        return Err(PyValueError::new_err(format!(
-            "{function}: {name} has shape {}, expected (..., {CHANNELS}) RGBA pixels",
-            shape_str(shape)
-        )));
+        return Err(invalid(
+            function,
+            format!(
+                "{name} has shape {}, expected (..., {CHANNELS}) RGBA pixels",
+                shape_str(shape)
+            ),
+        ));
     }
     if !c_contiguous {
-        return Err(PyValueError::new_err(format!(
-            "{function}: {name} is not C-contiguous, expected a contiguous float32 array"
-        )));
+        return Err(invalid(
+            function,
+            format!("{name} is not C-contiguous, expected a contiguous float32 array"),
+        ));
     }
     Ok(shape)
 }
 
 fn readonly<'a>(
-    function: &str,
+    function: &'static str,
     name: &str,
     a: &'a PyReadonlyArrayDyn<'_, f32>,
-) -> PyResult<&'a [f32]> {
+) -> Result<&'a [f32], CoreError> {
     pixel_shape(function, name, a.shape(), a.is_c_contiguous())?;
     a.as_slice()
-        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+        .map_err(|e| invalid(function, format!("{name}: {e}")))
 }
 
 fn readwrite<'a>(
-    function: &str,
+    function: &'static str,
     name: &str,
     a: &'a mut PyReadwriteArrayDyn<'_, f32>,
-) -> PyResult<&'a mut [f32]> {
+) -> Result<&'a mut [f32], CoreError> {
     pixel_shape(function, name, a.shape(), a.is_c_contiguous())?;
     a.as_slice_mut()
-        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+        .map_err(|e| invalid(function, format!("{name}: {e}")))
 }
 
-fn same_shape(function: &str, name: &str, shape: &[usize], like: &[usize]) -> PyResult<()> {
+fn same_shape(
+    function: &'static str,
+    name: &str,
+    shape: &[usize],
+    like: &[usize],
+) -> Result<(), CoreError> {
     if shape != like {
-        return Err(PyValueError::new_err(format!(
-            "{function}: {name} has shape {}, expected {} like front",
-            shape_str(shape),
-            shape_str(like)
-        )));
+        return Err(invalid(
+            function,
+            format!(
+                "{name} has shape {}, expected {} like front",
+                shape_str(shape),
+                shape_str(like)
+            ),
+        ));
     }
     Ok(())
 }
 
 fn runs_slice<'a>(
-    function: &str,
+    function: &'static str,
     name: &str,
     a: &'a PyReadonlyArrayDyn<'_, u32>,
-) -> PyResult<&'a [u32]> {
+) -> Result<&'a [u32], CoreError> {
     if !a.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{function}: {name} is not C-contiguous, expected a contiguous uint32 array"
-        )));
+        return Err(invalid(
+            function,
+            format!("{name} is not C-contiguous, expected a contiguous uint32 array"),
+        ));
     }
     a.as_slice()
-        .map_err(|e| PyValueError::new_err(format!("{function}: {name}: {e}")))
+        .map_err(|e| invalid(function, format!("{name}: {e}")))
 }
 
 /// out = front over back (premultiplied RGBA float32, same shapes).
@@ -114,7 +128,8 @@ fn kernels_over(
     let b = readonly(F, "back", &back)?;
     let o = readwrite(F, "out", &mut out)?;
     py.allow_threads(|| over::par_over(f, b, o, threads))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 /// back = front over back, in place.
@@ -131,7 +146,8 @@ fn kernels_over_into_back(
     let f = readonly(F, "front", &front)?;
     let b = readwrite(F, "back", &mut back)?;
     py.allow_threads(|| over::par_over_into_back(f, b, threads))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 /// front = front over back, in place.
@@ -148,7 +164,8 @@ fn kernels_over_into_front(
     let b = readonly(F, "back", &back)?;
     let f = readwrite(F, "front", &mut front)?;
     py.allow_threads(|| over::par_over_into_front(f, b, threads))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 type EncodedArrays<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>);
@@ -167,7 +184,7 @@ fn kernels_active_encode<'py>(
     let p = readonly(F, "pixels", &pixels)?;
     let e = py
         .allow_threads(|| active::encode(p))
-        .map_err(|e| value_error(F, e))?;
+        .map_err(|e| e.within(F))?;
     Ok(to_arrays(py, e))
 }
 
@@ -184,7 +201,8 @@ fn kernels_active_decode(
     let p = readonly(F, "pixels", &pixels)?;
     let o = readwrite(F, "out", &mut out)?;
     py.allow_threads(|| active::decode(r, p, o))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 /// front over back with both encoded; returns the encoded result.
@@ -204,7 +222,7 @@ fn kernels_active_over<'py>(
     let bp = readonly(F, "back pixels", &back_pixels)?;
     let e = py
         .allow_threads(|| active::over(fr, fp, br, bp, n_pixels))
-        .map_err(|e| value_error(F, e))?;
+        .map_err(|e| e.within(F))?;
     Ok(to_arrays(py, e))
 }
 
@@ -221,7 +239,8 @@ fn kernels_active_over_into_back(
     let fp = readonly(F, "front pixels", &front_pixels)?;
     let b = readwrite(F, "back", &mut back)?;
     py.allow_threads(|| active::over_into_dense_back(fr, fp, b))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 /// front = front over back with front dense, back encoded (in place).
@@ -237,7 +256,8 @@ fn kernels_active_over_into_front(
     let bp = readonly(F, "back pixels", &back_pixels)?;
     let f = readwrite(F, "front", &mut front)?;
     py.allow_threads(|| active::over_into_dense_front(f, br, bp))
-        .map_err(|e| value_error(F, e))
+        .map_err(|e| e.within(F))?;
+    Ok(())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -17,7 +17,6 @@ use crate::error::CoreError;
 /// Channels per pixel: premultiplied R, G, B, A.
 pub const CHANNELS: usize = 4;
 
-
 pub(crate) fn check_pixels(name: &'static str, pixels: &[f32]) -> Result<(), CoreError> {
     if !pixels.len().is_multiple_of(CHANNELS) {
         return Err(CoreError::NotPixels {

@@ -297,6 +297,9 @@ pub(crate) fn over_pixels_into(front: &[f32], back: &[f32], out: &mut Vec<f32>) 
 }
 
 #[cfg(test)]
+pub(crate) use tests::pixels as test_pixels;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -413,6 +416,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-pub(crate) use tests::pixels as test_pixels;

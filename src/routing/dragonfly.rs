@@ -7,8 +7,8 @@
 //! `N + group * a + router`. Per node the links are ordered: endpoint links,
 //! local links, global links (by construction order).
 
-use crate::error::CoreError;
 use super::graph::{hash3, Graph};
+use crate::error::CoreError;
 
 #[derive(Clone, Debug)]
 pub struct Dragonfly {
@@ -25,13 +25,22 @@ pub struct Dragonfly {
 impl Dragonfly {
     pub fn new(a: u64, p: u64, h: u64, g: u64) -> Result<Self, CoreError> {
         if a == 0 || p == 0 || h == 0 || g == 0 {
-            return Err(CoreError::Topology("dragonfly: a, p, h, g must be >= 1".into()));
+            return Err(CoreError::Topology(
+                "dragonfly: a, p, h, g must be >= 1".into(),
+            ));
         }
         if g > a * h + 1 {
-            return Err(CoreError::Topology(format!("dragonfly: g={} exceeds a*h+1={} (not every group pair could be linked)", g, a * h + 1)));
+            return Err(CoreError::Topology(format!(
+                "dragonfly: g={} exceeds a*h+1={} (not every group pair could be linked)",
+                g,
+                a * h + 1
+            )));
         }
         if g > 4096 {
-            return Err(CoreError::Topology(format!("dragonfly: g={} groups is more than 4096", g)));
+            return Err(CoreError::Topology(format!(
+                "dragonfly: g={} groups is more than 4096",
+                g
+            )));
         }
         let mut used = vec![0u64; g as usize]; // global ports used per group
         let mut global = vec![];
@@ -60,7 +69,14 @@ impl Dragonfly {
             pair_links[(gu * g + gv) as usize].push((u, v));
             pair_links[(gv * g + gu) as usize].push((v, u));
         }
-        Ok(Dragonfly { a, p, h, g, global, pair_links })
+        Ok(Dragonfly {
+            a,
+            p,
+            h,
+            g,
+            global,
+            pair_links,
+        })
     }
 
     pub fn n_endpoints(&self) -> u64 {
@@ -121,7 +137,14 @@ impl Dragonfly {
     }
 
     /// Node sequence of the route s -> d, converted to links through `graph`.
-    pub fn route_into(&self, graph: &Graph, valiant: Option<u64>, s: u64, d: u64, out: &mut Vec<u32>) -> Result<(), CoreError> {
+    pub fn route_into(
+        &self,
+        graph: &Graph,
+        valiant: Option<u64>,
+        s: u64,
+        d: u64,
+        out: &mut Vec<u32>,
+    ) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
@@ -146,8 +169,14 @@ impl Dragonfly {
         }
         let n = self.n_endpoints();
         let mut prev = s as u32;
-        for r in routers.into_iter().map(|r| (r + n) as u32).chain(std::iter::once(d as u32)) {
-            let l = graph.link_between(prev, r).ok_or_else(|| CoreError::NoRoute(format!("dragonfly: no link {} -> {}", prev, r)))?;
+        for r in routers
+            .into_iter()
+            .map(|r| (r + n) as u32)
+            .chain(std::iter::once(d as u32))
+        {
+            let l = graph.link_between(prev, r).ok_or_else(|| {
+                CoreError::NoRoute(format!("dragonfly: no link {} -> {}", prev, r))
+            })?;
             out.push(l);
             prev = r;
         }

@@ -40,10 +40,17 @@ impl Xgft {
     pub fn new(m: &[u64], w: &[u64], p: &[u64]) -> Result<Self, CoreError> {
         let h = m.len();
         if h == 0 || w.len() != h || p.len() != h {
-            return Err(CoreError::Topology(format!("xgft: m, w, p must have equal non-zero length, got {}, {}, {}", m.len(), w.len(), p.len())));
+            return Err(CoreError::Topology(format!(
+                "xgft: m, w, p must have equal non-zero length, got {}, {}, {}",
+                m.len(),
+                w.len(),
+                p.len()
+            )));
         }
         if m.iter().chain(w).chain(p).any(|&x| x == 0) {
-            return Err(CoreError::Topology("xgft: every m_i, w_i, p_i must be >= 1".into()));
+            return Err(CoreError::Topology(
+                "xgft: every m_i, w_i, p_i must be >= 1".into(),
+            ));
         }
         let mut count = vec![0u64; h + 1];
         let mut wprod = vec![1u64; h + 1];
@@ -56,7 +63,16 @@ impl Xgft {
         }
         let mut node_offset = vec![0u64; h + 2];
         let mut link_offset = vec![0u64; h + 2];
-        let x = Xgft { h, m: m.to_vec(), w: w.to_vec(), p: p.to_vec(), count, node_offset: vec![], link_offset: vec![], wprod };
+        let x = Xgft {
+            h,
+            m: m.to_vec(),
+            w: w.to_vec(),
+            p: p.to_vec(),
+            count,
+            node_offset: vec![],
+            link_offset: vec![],
+            wprod,
+        };
         for l in 0..=h {
             node_offset[l + 1] = node_offset[l] + x.count[l];
             link_offset[l + 1] = link_offset[l] + x.count[l] * (x.up(l) + x.down(l));
@@ -64,17 +80,29 @@ impl Xgft {
         if node_offset[h + 1] >= u32::MAX as u64 || link_offset[h + 1] >= u32::MAX as u64 {
             return Err(CoreError::Topology("xgft: too large for 32-bit ids".into()));
         }
-        Ok(Xgft { node_offset, link_offset, ..x })
+        Ok(Xgft {
+            node_offset,
+            link_offset,
+            ..x
+        })
     }
 
     /// number of up ports of a level-l node
     #[inline]
     pub fn up(&self, l: usize) -> u64 {
-        if l == self.h { 0 } else { self.w[l] * self.p[l] }
+        if l == self.h {
+            0
+        } else {
+            self.w[l] * self.p[l]
+        }
     }
     #[inline]
     pub fn down(&self, l: usize) -> u64 {
-        if l == 0 { 0 } else { self.m[l - 1] * self.p[l - 1] }
+        if l == 0 {
+            0
+        } else {
+            self.m[l - 1] * self.p[l - 1]
+        }
     }
     #[inline]
     fn deg(&self, l: usize) -> u64 {
@@ -171,12 +199,12 @@ impl Xgft {
         }
         let mut x = s;
         let mut ups = [0u64; 16];
-        for l in 0..lca {
+        for (l, up) in ups.iter_mut().enumerate().take(lca) {
             let u = match rule {
                 FatTreeRule::DModK => self.dmodk_port(l, d),
                 FatTreeRule::Random(seed) => super::graph::hash3(seed, s, d, l as u64) % self.up(l),
             };
-            ups[l] = u;
+            *up = u;
             out.push(self.up_link(l, x, u));
             x = self.parent(l, x, u % self.w[l]);
         }
@@ -217,8 +245,14 @@ mod tests {
         assert_eq!(counts(&[12, 12, 8], &[1, 12, 4], &[1, 1, 3]), (1152, 240));
         assert_eq!(counts(&[12, 12, 16], &[1, 12, 8], &[1, 1, 1]), (2304, 480));
         assert_eq!(counts(&[12, 12, 24], &[1, 12, 12], &[1, 1, 1]), (3456, 720));
-        assert_eq!(counts(&[12, 12, 12, 6], &[1, 12, 12, 3], &[1, 1, 1, 4]), (10368, 3024));
-        assert_eq!(counts(&[12, 12, 12, 12], &[1, 12, 12, 6], &[1, 1, 1, 2]), (20736, 6048));
+        assert_eq!(
+            counts(&[12, 12, 12, 6], &[1, 12, 12, 3], &[1, 1, 1, 4]),
+            (10368, 3024)
+        );
+        assert_eq!(
+            counts(&[12, 12, 12, 12], &[1, 12, 12, 6], &[1, 1, 1, 2]),
+            (20736, 6048)
+        );
     }
 
     #[test]

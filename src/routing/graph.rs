@@ -20,34 +20,63 @@ pub struct Graph {
 
 impl Graph {
     /// Build from a link table already sorted by source node.
-    pub fn new(n_nodes: usize, n_endpoints: usize, src: Vec<u32>, dst: Vec<u32>) -> Result<Self, CoreError> {
+    pub fn new(
+        n_nodes: usize,
+        n_endpoints: usize,
+        src: Vec<u32>,
+        dst: Vec<u32>,
+    ) -> Result<Self, CoreError> {
         if src.len() != dst.len() {
-            return Err(CoreError::Topology(format!("graph: src has {} links, dst has {}", src.len(), dst.len())));
+            return Err(CoreError::Topology(format!(
+                "graph: src has {} links, dst has {}",
+                src.len(),
+                dst.len()
+            )));
         }
         if n_endpoints > n_nodes {
-            return Err(CoreError::Topology(format!("graph: n_endpoints={} exceeds n_nodes={}", n_endpoints, n_nodes)));
+            return Err(CoreError::Topology(format!(
+                "graph: n_endpoints={} exceeds n_nodes={}",
+                n_endpoints, n_nodes
+            )));
         }
         if src.len() >= u32::MAX as usize {
-            return Err(CoreError::Topology("graph: too many links for 32-bit link ids".into()));
+            return Err(CoreError::Topology(
+                "graph: too many links for 32-bit link ids".into(),
+            ));
         }
         let mut indptr = vec![0u32; n_nodes + 1];
         for (i, (&s, &d)) in src.iter().zip(dst.iter()).enumerate() {
             if s as usize >= n_nodes || d as usize >= n_nodes {
-                return Err(CoreError::Topology(format!("graph: link {} ({} -> {}) names a node >= n_nodes={}", i, s, d, n_nodes)));
+                return Err(CoreError::Topology(format!(
+                    "graph: link {} ({} -> {}) names a node >= n_nodes={}",
+                    i, s, d, n_nodes
+                )));
             }
             if i > 0 && src[i - 1] > s {
-                return Err(CoreError::Topology(format!("graph: links not sorted by source at link {}", i)));
+                return Err(CoreError::Topology(format!(
+                    "graph: links not sorted by source at link {}",
+                    i
+                )));
             }
             indptr[s as usize + 1] += 1;
         }
         for v in 0..n_nodes {
             indptr[v + 1] += indptr[v];
         }
-        let mut by_nbr: Vec<(u32, u32)> = (0..src.len() as u32).map(|l| (dst[l as usize], l)).collect();
+        let mut by_nbr: Vec<(u32, u32)> = (0..src.len() as u32)
+            .map(|l| (dst[l as usize], l))
+            .collect();
         for v in 0..n_nodes {
             by_nbr[indptr[v] as usize..indptr[v + 1] as usize].sort_unstable();
         }
-        Ok(Graph { n_nodes, n_endpoints, src, dst, indptr, by_nbr })
+        Ok(Graph {
+            n_nodes,
+            n_endpoints,
+            src,
+            dst,
+            indptr,
+            by_nbr,
+        })
     }
 
     #[inline]

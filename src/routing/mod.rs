@@ -20,10 +20,23 @@ use torus::{Tie, Torus};
 
 /// A routing engine bound to its network.
 pub enum Engine {
-    FatTree { tree: Xgft, rule: FatTreeRule },
-    TorusDor { torus: Torus, order: Vec<usize>, tie: Tie },
-    TorusAdaptive { torus: Torus, tie: Tie },
-    Dragonfly { df: Dragonfly, valiant: Option<u64> },
+    FatTree {
+        tree: Xgft,
+        rule: FatTreeRule,
+    },
+    TorusDor {
+        torus: Torus,
+        order: Vec<usize>,
+        tie: Tie,
+    },
+    TorusAdaptive {
+        torus: Torus,
+        tie: Tie,
+    },
+    Dragonfly {
+        df: Dragonfly,
+        valiant: Option<u64>,
+    },
     Table(Table),
     UpDown(UpDown),
 }
@@ -49,28 +62,46 @@ impl Router {
     fn check(&self, s: u32, d: u32) -> Result<(), CoreError> {
         let n = self.graph.n_endpoints as u32;
         if s >= n || d >= n {
-            return Err(CoreError::InvalidArgument(format!("route: endpoint pair ({}, {}) out of range 0..{}", s, d, n)));
+            return Err(CoreError::InvalidArgument(format!(
+                "route: endpoint pair ({}, {}) out of range 0..{}",
+                s, d, n
+            )));
         }
         Ok(())
     }
 
     /// Route one pair, appending links and weights.
-    fn one(&self, s: u32, d: u32, links: &mut Vec<u32>, weights: &mut Vec<f64>, cache: &mut UdCache) -> Result<(), CoreError> {
+    fn one(
+        &self,
+        s: u32,
+        d: u32,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+        cache: &mut UdCache,
+    ) -> Result<(), CoreError> {
         self.check(s, d)?;
         let before = links.len();
         match &self.engine {
             Engine::FatTree { tree, rule } => tree.route_into(*rule, s as u64, d as u64, links),
-            Engine::TorusDor { torus, order, tie } => torus.dor_into(order, *tie, s as u64, d as u64, links),
+            Engine::TorusDor { torus, order, tie } => {
+                torus.dor_into(order, *tie, s as u64, d as u64, links)
+            }
             Engine::TorusAdaptive { torus, tie } => {
                 torus.adaptive_into(*tie, s as u64, d as u64, links, weights);
                 return Ok(());
             }
-            Engine::Dragonfly { df, valiant } => df.route_into(&self.graph, *valiant, s as u64, d as u64, links)?,
+            Engine::Dragonfly { df, valiant } => {
+                df.route_into(&self.graph, *valiant, s as u64, d as u64, links)?
+            }
             Engine::Table(t) => t.route_into(&self.graph, s, d, links)?,
             Engine::UpDown(ud) => {
                 if cache.dest != Some(d) {
                     let (dn, upd) = ud.distances(&self.graph, d);
-                    *cache = UdCache { dest: Some(d), dn, upd };
+                    *cache = UdCache {
+                        dest: Some(d),
+                        dn,
+                        upd,
+                    };
                 }
                 ud.route_with(&self.graph, &cache.dn, &cache.upd, s, d, links)?
             }
@@ -90,7 +121,11 @@ impl Router {
 
     pub fn route(&self, src: &[u32], dst: &[u32]) -> Result<Paths, CoreError> {
         if src.len() != dst.len() {
-            return Err(CoreError::InvalidArgument(format!("route: {} sources but {} destinations", src.len(), dst.len())));
+            return Err(CoreError::InvalidArgument(format!(
+                "route: {} sources but {} destinations",
+                src.len(),
+                dst.len()
+            )));
         }
         let mut cache = UdCache::default();
         if matches!(self.engine, Engine::UpDown(_)) {
@@ -102,7 +137,10 @@ impl Router {
                 self.one(src[i], dst[i], &mut l, &mut w, &mut cache)?;
                 per[i] = (l, w);
             }
-            let mut p = Paths { indptr: vec![0], ..Default::default() };
+            let mut p = Paths {
+                indptr: vec![0],
+                ..Default::default()
+            };
             for (l, w) in per {
                 p.links.extend(l);
                 p.weights.extend(w);
@@ -110,7 +148,10 @@ impl Router {
             }
             return Ok(p);
         }
-        let mut p = Paths { indptr: Vec::with_capacity(src.len() + 1), ..Default::default() };
+        let mut p = Paths {
+            indptr: Vec::with_capacity(src.len() + 1),
+            ..Default::default()
+        };
         p.indptr.push(0);
         for (&s, &d) in src.iter().zip(dst) {
             self.one(s, d, &mut p.links, &mut p.weights, &mut cache)?;
@@ -122,7 +163,11 @@ impl Router {
     /// Add the (weighted) number of routes crossing each link to `load`.
     pub fn add_loads(&self, src: &[u32], dst: &[u32], load: &mut [f64]) -> Result<(), CoreError> {
         if src.len() != dst.len() {
-            return Err(CoreError::InvalidArgument(format!("loads: {} sources but {} destinations", src.len(), dst.len())));
+            return Err(CoreError::InvalidArgument(format!(
+                "loads: {} sources but {} destinations",
+                src.len(),
+                dst.len()
+            )));
         }
         let mut cache = UdCache::default();
         let (mut l, mut w) = (Vec::with_capacity(64), Vec::with_capacity(64));
@@ -142,17 +187,34 @@ impl Router {
     /// hold `n_patterns` consecutive patterns of `per_pattern` flows each.
     /// Each flow gets `min over its links of bw / load` divided by the smaller
     /// of its first and last link bandwidth; returns each pattern's mean.
-    pub fn ebb(&self, src: &[u32], dst: &[u32], per_pattern: usize, bw: &[f64]) -> Result<Vec<f64>, CoreError> {
-        if per_pattern == 0 || src.len() % per_pattern != 0 || src.len() != dst.len() {
-            return Err(CoreError::InvalidArgument(format!("ebb: {} flows is not a multiple of {} per pattern", src.len(), per_pattern)));
+    pub fn ebb(
+        &self,
+        src: &[u32],
+        dst: &[u32],
+        per_pattern: usize,
+        bw: &[f64],
+    ) -> Result<Vec<f64>, CoreError> {
+        if per_pattern == 0 || !src.len().is_multiple_of(per_pattern) || src.len() != dst.len() {
+            return Err(CoreError::InvalidArgument(format!(
+                "ebb: {} flows is not a multiple of {} per pattern",
+                src.len(),
+                per_pattern
+            )));
         }
         if bw.len() != self.graph.n_links() {
-            return Err(CoreError::InvalidArgument(format!("ebb: {} bandwidths for {} links", bw.len(), self.graph.n_links())));
+            return Err(CoreError::InvalidArgument(format!(
+                "ebb: {} bandwidths for {} links",
+                bw.len(),
+                self.graph.n_links()
+            )));
         }
         let mut load = vec![0f64; self.graph.n_links()];
         let mut out = vec![];
         for k in 0..src.len() / per_pattern {
-            let (s, d) = (&src[k * per_pattern..(k + 1) * per_pattern], &dst[k * per_pattern..(k + 1) * per_pattern]);
+            let (s, d) = (
+                &src[k * per_pattern..(k + 1) * per_pattern],
+                &dst[k * per_pattern..(k + 1) * per_pattern],
+            );
             let p = self.route(s, d)?;
             for (&x, &y) in p.links.iter().zip(&p.weights) {
                 load[x as usize] += y;
@@ -203,7 +265,10 @@ mod tests {
         let (s, d): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
         let g = Graph::new(9, 8, s, d).unwrap();
         let t = tables::minhop_tables(&g, None).unwrap();
-        let r = Router { graph: g, engine: Engine::Table(t) };
+        let r = Router {
+            graph: g,
+            engine: Engine::Table(t),
+        };
         let bw = vec![1.0; 16];
         let src = vec![0, 1, 2, 3, 4, 5, 6, 7];
         let dst = vec![4, 5, 6, 7, 0, 1, 2, 3];
@@ -214,7 +279,13 @@ mod tests {
         let (s, d) = x.links();
         let g = Graph::new(x.n_nodes() as usize, 16, s, d).unwrap();
         let n_links = g.n_links();
-        let r = Router { graph: g, engine: Engine::FatTree { tree: x, rule: FatTreeRule::DModK } };
+        let r = Router {
+            graph: g,
+            engine: Engine::FatTree {
+                tree: x,
+                rule: FatTreeRule::DModK,
+            },
+        };
         let src = vec![0, 1, 2, 3];
         let dst = vec![4, 8, 12, 5];
         let e = r.ebb(&src, &dst, 4, &vec![1.0; n_links]).unwrap();

@@ -2,8 +2,8 @@
 //! following a table, building min-hop tables with port balancing (OpenSM's
 //! `minhop` engine), and up*/down* source routes (Schroeder et al., Autonet).
 
-use crate::error::CoreError;
 use super::graph::{hash3, Graph};
+use crate::error::CoreError;
 
 /// One out-link per (switch, destination endpoint); `u32::MAX` = no entry.
 /// Row `v - n_endpoints` belongs to switch `v`.
@@ -20,7 +20,13 @@ impl Table {
     }
 
     /// Follow the tables from endpoint `s` to endpoint `d`.
-    pub fn route_into(&self, g: &Graph, s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), CoreError> {
+    pub fn route_into(
+        &self,
+        g: &Graph,
+        s: u32,
+        d: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
@@ -35,11 +41,17 @@ impl Table {
         let mut hops = 1;
         while v != d {
             if g.is_endpoint(v) {
-                return Err(CoreError::NoRoute(format!("route {} -> {} enters endpoint {}", s, d, v)));
+                return Err(CoreError::NoRoute(format!(
+                    "route {} -> {} enters endpoint {}",
+                    s, d, v
+                )));
             }
             l = self.get(v, d);
             if l == u32::MAX {
-                return Err(CoreError::NoRoute(format!("no route from endpoint {} to endpoint {}: switch {} has no entry", s, d, v)));
+                return Err(CoreError::NoRoute(format!(
+                    "no route from endpoint {} to endpoint {}: switch {} has no entry",
+                    s, d, v
+                )));
             }
             out.push(l);
             v = g.dst[l as usize];
@@ -61,7 +73,8 @@ fn attachment_groups(g: &Graph) -> (Vec<u32>, Vec<Vec<u32>>) {
     for e in 0..g.n_endpoints as u32 {
         let r = g.out_range(e);
         let nbrs: Vec<u32> = r.clone().map(|l| g.dst[l]).collect();
-        let single = !nbrs.is_empty() && nbrs.iter().all(|&x| x == nbrs[0]) && !g.is_endpoint(nbrs[0]);
+        let single =
+            !nbrs.is_empty() && nbrs.iter().all(|&x| x == nbrs[0]) && !g.is_endpoint(nbrs[0]);
         if single {
             let id = *switch_group.entry(nbrs[0]).or_insert_with(|| {
                 targets.push(vec![nbrs[0]]);
@@ -86,9 +99,14 @@ pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, CoreErro
     let order = order.unwrap_or(&default);
     if order.len() != n || {
         let mut seen = vec![false; n];
-        order.iter().any(|&d| (d as usize) >= n || std::mem::replace(&mut seen[d as usize], true))
+        order
+            .iter()
+            .any(|&d| (d as usize) >= n || std::mem::replace(&mut seen[d as usize], true))
     } {
-        return Err(CoreError::InvalidArgument(format!("minhop: order is not a permutation of the {} endpoints", n)));
+        return Err(CoreError::InvalidArgument(format!(
+            "minhop: order is not a permutation of the {} endpoints",
+            n
+        )));
     }
     let n_sw = g.n_nodes - n;
     let (group_of, targets) = attachment_groups(g);
@@ -138,7 +156,10 @@ pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, CoreErro
             }
         }
     }
-    Ok(Table { n_endpoints: n, entries })
+    Ok(Table {
+        n_endpoints: n,
+        entries,
+    })
 }
 
 /// Up*/down* routing: node ranks are BFS distances from `roots`; a move
@@ -173,7 +194,10 @@ impl UpDown {
             }
         }
         if let Some(v) = rank.iter().position(|&r| r == u16::MAX) {
-            return Err(CoreError::Topology(format!("updown: node {} is not connected to the roots", v)));
+            return Err(CoreError::Topology(format!(
+                "updown: node {} is not connected to the roots",
+                v
+            )));
         }
         Ok(UpDown { rank })
     }
@@ -235,19 +259,34 @@ impl UpDown {
         (dn, upd)
     }
 
-    pub fn route_with(&self, g: &Graph, dn: &[u32], upd: &[u32], s: u32, d: u32, out: &mut Vec<u32>) -> Result<(), CoreError> {
+    pub fn route_with(
+        &self,
+        g: &Graph,
+        dn: &[u32],
+        upd: &[u32],
+        s: u32,
+        d: u32,
+        out: &mut Vec<u32>,
+    ) -> Result<(), CoreError> {
         if s == d {
             return Ok(());
         }
         if upd[s as usize] == u32::MAX {
-            return Err(CoreError::NoRoute(format!("updown: no legal route from endpoint {} to endpoint {}", s, d)));
+            return Err(CoreError::NoRoute(format!(
+                "updown: no legal route from endpoint {} to endpoint {}",
+                s, d
+            )));
         }
         let mut v = s;
         let mut going_down = false;
         let mut cand: Vec<(u32, bool)> = vec![];
         let mut step = 0u64;
         while v != d {
-            let cur = if going_down { dn[v as usize] } else { upd[v as usize] };
+            let cur = if going_down {
+                dn[v as usize]
+            } else {
+                upd[v as usize]
+            };
             cand.clear();
             for l in g.out_range(v) {
                 let y = g.dst[l];
@@ -263,9 +302,13 @@ impl UpDown {
                 }
             }
             if cand.is_empty() {
-                return Err(CoreError::NoRoute(format!("updown: stuck at node {} routing {} -> {}", v, s, d)));
+                return Err(CoreError::NoRoute(format!(
+                    "updown: stuck at node {} routing {} -> {}",
+                    v, s, d
+                )));
             }
-            let (l, down) = cand[(hash3(0xD0D0, s as u64, d as u64, step) % cand.len() as u64) as usize];
+            let (l, down) =
+                cand[(hash3(0xD0D0, s as u64, d as u64, step) % cand.len() as u64) as usize];
             out.push(l);
             going_down |= down;
             v = g.dst[l as usize];
@@ -294,7 +337,13 @@ mod tests {
             for d in 0..16u32 {
                 let mut p = vec![];
                 t.route_into(&g, s, d, &mut p).unwrap();
-                let expect = if s == d { 0 } else if s / 4 == d / 4 { 2 } else { 4 };
+                let expect = if s == d {
+                    0
+                } else if s / 4 == d / 4 {
+                    2
+                } else {
+                    4
+                };
                 assert_eq!(p.len(), expect, "{} -> {}", s, d);
             }
         }

@@ -31,10 +31,14 @@ pub struct Torus {
 impl Torus {
     pub fn new(k: &[u64], wrap: &[bool]) -> Result<Self, CoreError> {
         if k.is_empty() || k.len() != wrap.len() {
-            return Err(CoreError::Topology("torus: need one wrap flag per dimension".into()));
+            return Err(CoreError::Topology(
+                "torus: need one wrap flag per dimension".into(),
+            ));
         }
-        if k.iter().any(|&x| x == 0) {
-            return Err(CoreError::Topology("torus: every dimension must be >= 1".into()));
+        if k.contains(&0) {
+            return Err(CoreError::Topology(
+                "torus: every dimension must be >= 1".into(),
+            ));
         }
         let mut stride = vec![1u64; k.len()];
         for i in 1..k.len() {
@@ -44,7 +48,13 @@ impl Torus {
         if n >= u32::MAX as u64 / 8 {
             return Err(CoreError::Topology("torus: too large".into()));
         }
-        let mut t = Torus { k: k.to_vec(), wrap: wrap.to_vec(), stride, port_link: vec![], n };
+        let mut t = Torus {
+            k: k.to_vec(),
+            wrap: wrap.to_vec(),
+            stride,
+            port_link: vec![],
+            n,
+        };
         let nd = k.len();
         let mut port_link = vec![u32::MAX; n as usize * 2 * nd];
         let mut next = 0u32;
@@ -79,7 +89,13 @@ impl Torus {
             return None;
         }
         let nc = if plus {
-            if c + 1 < k { c + 1 } else if self.wrap[dim] && k > 2 { 0 } else { return None }
+            if c + 1 < k {
+                c + 1
+            } else if self.wrap[dim] && k > 2 {
+                0
+            } else {
+                return None;
+            }
         } else if c > 0 {
             c - 1
         } else if self.wrap[dim] && k > 2 {
@@ -129,7 +145,13 @@ impl Torus {
             match tie {
                 Tie::Positive => fwd,
                 Tie::Negative => -bwd,
-                Tie::SourceParity => if cs % 2 == 0 { fwd } else { -bwd },
+                Tie::SourceParity => {
+                    if cs.is_multiple_of(2) {
+                        fwd
+                    } else {
+                        -bwd
+                    }
+                }
             }
         }
     }
@@ -155,7 +177,14 @@ impl Torus {
 
     /// Minimal adaptive as an even split over the dimension orders of the
     /// dimensions that need to move: links with their fraction of the flow.
-    pub fn adaptive_into(&self, tie: Tie, s: u64, d: u64, links: &mut Vec<u32>, weights: &mut Vec<f64>) {
+    pub fn adaptive_into(
+        &self,
+        tie: Tie,
+        s: u64,
+        d: u64,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+    ) {
         let dims: Vec<usize> = (0..self.k.len())
             .filter(|&i| self.offset(i, self.coord(s, i), self.coord(d, i), tie) != 0)
             .collect();
@@ -187,7 +216,12 @@ impl Torus {
     }
 }
 
-fn permutations(items: &[usize], cur: &mut Vec<usize>, used: &mut Vec<bool>, out: &mut Vec<Vec<usize>>) {
+fn permutations(
+    items: &[usize],
+    cur: &mut Vec<usize>,
+    used: &mut Vec<bool>,
+    out: &mut Vec<Vec<usize>>,
+) {
     if cur.len() == items.len() {
         out.push(cur.clone());
         return;
@@ -233,7 +267,11 @@ mod tests {
                 for dim in 0..3 {
                     let (a, b) = (t.coord(s, dim) as i64, t.coord(d, dim) as i64);
                     let k = t.k[dim] as i64;
-                    hops += if t.wrap[dim] { (a - b).rem_euclid(k).min((b - a).rem_euclid(k)) } else { (a - b).abs() };
+                    hops += if t.wrap[dim] {
+                        (a - b).rem_euclid(k).min((b - a).rem_euclid(k))
+                    } else {
+                        (a - b).abs()
+                    };
                 }
                 assert_eq!(p.len() as i64, hops);
             }

@@ -75,7 +75,7 @@ def execute_mpi(schedule: Schedule, sendbuf: np.ndarray, recvbuf: np.ndarray | N
             scratch[key] = np.empty((bounds[block + 1] - bounds[block],) + recvbuf.shape[1:], recvbuf.dtype)
         return scratch[key]
 
-    ops = schedule.ops[rank]
+    ops = schedule.ops_for(rank)   # this rank's part only: never every rank's ops
     waiting = [len(o.deps) for o in ops]
     dependents: list[list[int]] = [[] for _ in ops]
     for idx, o in enumerate(ops):

@@ -103,9 +103,8 @@ def _bruck_template(p: int, n: int) -> Circulant:
     return tpl
 
 
-@algorithm(collective="allreduce", name="bruck", params={"n": 1}, rounds="⌈log_{n+1} P⌉",
-           paper=PAPER, cost="⌈log_{n+1} P⌉·n(α + mβ + mγ) (round 1: α_{k-1} messages)",
-           sweep=tuple({"n": n} for n in range(1, 7)))
+@algorithm(collective="allreduce", name="bruck", params={"n": 1}, needs="commutative", rounds="⌈log_{n+1} P⌉",
+           paper=PAPER, sweep=tuple({"n": n} for n in range(1, 7)))
 def bruck(p: int, *, n: int = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     """Allreduce by Bruck and Ho's n-port global combine, every (n, P).
 

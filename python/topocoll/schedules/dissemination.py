@@ -323,10 +323,9 @@ def _adapted_supports(p: int, params: dict) -> bool:
     return n == "auto" or is_adaptable(p, n)
 
 
-@algorithm(collective="allreduce", name="nway_dissemination", params={"n": 1},
-           rounds="⌈log_{n+1} P⌉", any_p=False, noncommutative=False, paper=PAPER,
-           cost="⌈log_{n+1} P⌉·n(α + mβ + mγ), last round s ≤ n messages",
-           valid_p=_adapted_supports, sweep=SWEEP)
+@algorithm(collective="allreduce", name="nway_dissemination", params={"n": 1}, needs="commutative",
+           rounds="⌈log_{n+1} P⌉", paper=PAPER, sweep=SWEEP, supports=_adapted_supports,
+           compare={"n": "auto"})
 def nway_dissemination(p: int, *, n: int | str = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     """Allreduce by the adapted n-way dissemination algorithm.
 
@@ -404,8 +403,9 @@ def nway_dissemination(p: int, *, n: int | str = 1, count: int = 1, itemsize: in
 
 
 @algorithm(collective="allreduce", name="nway_dissemination_unadapted", params={"n": 1},
-           rounds="⌈log_{n+1} P⌉", operators="idempotent", paper="End et al. 2016 §III-B, eqs. (1)-(3); Hoefler et al. 2006 [16] (butterfly-allreduce-gaspi)",
-           cost="⌈log_{n+1} P⌉·n(α + mβ + mγ)", sweep=SWEEP)
+           needs="commutative, idempotent", rounds="⌈log_{n+1} P⌉",
+           paper="End et al. 2016 §III-B, eqs. (1)-(3); Hoefler et al. 2006 [16] (butterfly-allreduce-gaspi)",
+           sweep=SWEEP)
 def nway_dissemination_unadapted(p: int, *, n: int = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     """Allreduce by Hoefler's n-way dissemination, unadapted (idempotent ∘ only).
 
@@ -438,9 +438,9 @@ def nway_dissemination_unadapted(p: int, *, n: int = 1, count: int = 1, itemsize
                      OperatorNeeds(commutative=True, idempotent=True), _dissemination_template(p, n))
 
 
-@algorithm(collective="barrier", name="dissemination", params={"n": 1}, rounds="⌈log_{n+1} P⌉",
-           operators="idempotent", paper="End et al. 2016 §III-B [7], [16] (butterfly-allreduce-gaspi)",
-           cost="⌈log_{n+1} P⌉·nα", sweep=SWEEP)
+@algorithm(collective="barrier", name="dissemination", params={"n": 1}, needs="commutative, idempotent",
+           rounds="⌈log_{n+1} P⌉", paper="End et al. 2016 §III-B [7], [16] (butterfly-allreduce-gaspi)",
+           sweep=SWEEP)
 def dissemination(p: int, *, n: int = 1, count: int = 1, itemsize: int = 0) -> Schedule:
     """Barrier by the n-way dissemination algorithm (Hensgen et al. 1988 for
     n = 1; Hoefler et al. 2006).

@@ -147,9 +147,8 @@ def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize)
 
 
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
-           rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", noncommutative=True, paper=PAPER,
-           sweep=({"leftover": "neighbours"}, {"leftover": "last"}),
-           cost="P = 2^k: log2 P·(α + nβ + nγ); else (⌊log2 P⌋ + 2)(α + nβ) + (⌊log2 P⌋ + 1)nγ")
+           needs="associative", rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", paper=PAPER,
+           sweep=({"leftover": "neighbours"}, {"leftover": "last"}))
 def pairwise_exchange(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize: int = 8) -> Schedule:
     """Pairwise exchange (recursive doubling) allreduce for any P.
 
@@ -208,11 +207,10 @@ def pairwise_exchange(p: int, *, leftover: str = "neighbours", count: int = 1, i
     return _pairwise_schedule("allreduce", "pairwise_exchange", p, leftover, count, itemsize)
 
 
-@algorithm(collective="barrier", name="butterfly", params={"leftover": "neighbours"},
-           rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2", noncommutative=True,
+@algorithm(collective="barrier", name="butterfly", params={"leftover": "neighbours"}, needs="associative",
+           rounds="log2 P for P = 2^k, else ⌊log2 P⌋ + 2",
            sweep=({"leftover": "neighbours"}, {"leftover": "last"}),
-           paper="Brooks 1986 [6]; End et al. 2016 §III-A (butterfly-allreduce-gaspi)",
-           cost="P = 2^k: log2 P·α; else (⌊log2 P⌋ + 2)α")
+           paper="Brooks 1986 [6]; End et al. 2016 §III-A (butterfly-allreduce-gaspi)")
 def butterfly(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize: int = 0) -> Schedule:
     """Butterfly barrier (Brooks 1986) for any P, via the pairwise-exchange fold.
 
@@ -258,10 +256,8 @@ def _virtual_roles(p: int) -> tuple[int, np.ndarray]:
     return k, np.where(v < p, v, v - p)
 
 
-@algorithm(collective="allreduce", name="butterfly_virtual", params={},
-           rounds="⌈log2 P⌉", noncommutative=False, operators="idempotent",
-           paper="End et al. 2016 §III-A, Fig. 1 left (butterfly-allreduce-gaspi)",
-           cost="P = 2^k: log2 P·(α + nβ + nγ); else ⌈log2 P⌉·(2α + 2nβ + 2nγ)")
+@algorithm(collective="allreduce", name="butterfly_virtual", params={}, needs="commutative, idempotent",
+           rounds="⌈log2 P⌉", paper="End et al. 2016 §III-A, Fig. 1 left (butterfly-allreduce-gaspi)")
 def butterfly_virtual(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Butterfly allreduce with virtual processes (idempotent operators only).
 

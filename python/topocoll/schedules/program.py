@@ -249,13 +249,13 @@ def _gather(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - ptr, counts) + np.arange(total, dtype=np.int64)
 
 
-def ops_from_chunk_rows(chunk: OpChunk, buffers: Sequence[str]):
-    """Rebuild :mod:`~topocoll.schedules.ir` ops from program rows (for checks
-    and ``show``): yields ``(rank, global id, op)`` with dependencies as
-    global ids."""
+def ops_from_chunk_rows(chunk: OpChunk, buffers: Sequence[str], rows: Sequence[int] | None = None):
+    """Rebuild :mod:`~topocoll.schedules.ir` ops from program rows (all, or
+    ``rows``): yields ``(rank, global id, op)`` with dependencies as global ids."""
     from .ir import Copy, Recv, Reduce, Send
 
-    for row in range(len(chunk)):
+    for row in (range(len(chunk)) if rows is None else rows):
+        row = int(row)
         kind = int(chunk.kind[row])
         dst, src = [], []
         for d, s, n in chunk.runs_of(row):

@@ -34,52 +34,44 @@ PAPER_RABENSEIFNER = ("Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005 §4.
                       "2016 §III-D, butterfly-allreduce-gaspi)")
 
 
-def _side(peer: int, me: int) -> str:
-    """Lower rank's data in front: ``dst = src ∘ dst`` when the peer is lower."""
-    return LEFT if peer < me else RIGHT
-
-
 # ---- ring --------------------------------------------------------------------
 
-def _ring_reduce_scatter_ops(b: ScheduleBuilder, p: int, round0: int = 0) -> None:
-    """Step ``s``: rank ``r`` sends block ``(r-s-1) mod P`` to ``r+1`` and
-    reduces block ``(r-s-2) mod P`` from ``r-1``; rank ``r`` ends with block ``r``."""
+def _ring_reduce_scatter_steps(c: Circulant, p: int, round0: int = 0) -> None:
+    """Rank 0's steps (rank ``r`` runs them with block ``b`` read as
+    ``(b + r) mod P``): in step ``s`` rank ``r`` sends block ``(r-s-1) mod P``
+    to ``r+1`` and reduces block ``(r-s-2) mod P`` from ``r-1`` into its own,
+    the lower rank's data in front; rank ``r`` ends with block ``r``."""
     for s in range(p - 1):
-        for r in range(p):
-            nxt, prv = (r + 1) % p, (r - 1) % p
-            b.send(r, nxt, ((r - s - 1) % p,), round=round0 + s)
-            blk = ((r - s - 2) % p,)
-            b.recv(r, prv, blk, buf="tmp", round=round0 + s)
-            b.reduce(r, blk, src="tmp", side=_side(prv, r), round=round0 + s)
+        c.send(round0 + s, 1, blocks=((-s - 1) % p,))
+        c.recv(round0 + s, 1, "tmp", blocks=((-s - 1) % p,), into=((-s - 2) % p,))
+        c.reduce(round0 + s, dst="data", src="tmp", side=(LOWER_FIRST, 1), blocks=((-s - 2) % p,))
 
 
-def _ring_allgather_ops(b: ScheduleBuilder, p: int, round0: int = 0) -> None:
-    """Step ``s``: rank ``r`` sends block ``(r-s) mod P`` to ``r+1`` and
-    receives block ``(r-s-1) mod P`` from ``r-1``, starting from block ``r``."""
+def _ring_allgather_steps(c: Circulant, p: int, round0: int = 0) -> None:
+    """Rank 0's steps: in step ``s`` rank ``r`` sends block ``(r-s) mod P``
+    to ``r+1`` and receives block ``(r-s-1) mod P`` from ``r-1``, starting
+    from block ``r``."""
     for s in range(p - 1):
-        for r in range(p):
-            b.send(r, (r + 1) % p, ((r - s) % p,), round=round0 + s)
-            b.recv(r, (r - 1) % p, ((r - s - 1) % p,), round=round0 + s)
+        c.send(round0 + s, 1, blocks=((-s) % p,))
+        c.recv(round0 + s, 1, blocks=((-s) % p,), into=((-s - 1) % p,))
 
 
-def _ring_rounds(p: int, block_bytes: np.ndarray, *, offset: int, round0: int, first_dep: int,
-                 reduce: bool):
-    """Array view of one ring phase: in step ``s`` rank ``r`` sends block
-    ``(r - s - offset) mod P`` to ``r + 1``."""
-    src = np.arange(p, dtype=np.int64)
-    dst = (src + 1) % p
-    for s in range(p - 1):
-        nb = block_bytes[(src - s - offset) % p]
-        dep = np.full(p, round0 + s - 1 if s else first_dep, dtype=np.int64)
-        yield RoundArrays(round0 + s, src, dst, nb, dep, nb.copy() if reduce else np.zeros(p, dtype=np.int64))
+def _ring_pattern(p: int, *phases) -> "CirculantPattern":
+    """The ring phases as one circulant template over ``P`` blocks."""
+    c = Circulant(block_shift=1)
+    round0 = 0
+    for phase in phases:
+        phase(c, p, round0)
+        round0 += p - 1
+    return c.pattern(p, p)
 
 
 def _own_block(rank: int) -> tuple[int]:
     return (rank,)
 
 
-@algorithm(collective="reduce_scatter", name="ring", params={}, rounds="P − 1", noncommutative=False,
-           paper=PAPER_RING, cost="(P − 1)α + ((P − 1)/P)nβ + ((P − 1)/P)nγ")
+@algorithm(collective="reduce_scatter", name="ring", params={}, needs="commutative", rounds="P − 1",
+           paper=PAPER_RING)
 def ring_reduce_scatter(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Ring reduce-scatter: rank ``r`` ends with block ``r`` of the reduction.
 
@@ -121,20 +113,13 @@ def ring_reduce_scatter(p: int, *, count: int = 1, itemsize: int = 8) -> Schedul
     """
     p = check_p("ring_reduce_scatter", p)
     count, itemsize = check_count("ring_reduce_scatter", count, itemsize)
-    bounds = block_bounds(count, p)
-
-    def ops():
-        b = ScheduleBuilder(p)
-        _ring_reduce_scatter_ops(b, p)
-        return b.build()
-
-    block_bytes = np.diff(bounds) * itemsize
-    return Schedule("reduce_scatter", "ring", p, count, itemsize, bounds, {},
-                    OperatorNeeds(commutative=p > 2), ops, result_blocks=_own_block)
+    return Schedule("reduce_scatter", "ring", p, count, itemsize, block_bounds(count, p), {},
+                    OperatorNeeds(commutative=p > 2), _ring_pattern(p, _ring_reduce_scatter_steps),
+                    result_blocks=_own_block)
 
 
-@algorithm(collective="allgather", name="ring", params={}, rounds="P − 1", noncommutative=True,
-           paper=PAPER_RING, cost="(P − 1)α + ((P − 1)/P)nβ")
+@algorithm(collective="allgather", name="ring", params={}, needs="associative", rounds="P − 1",
+           paper=PAPER_RING)
 def ring_allgather(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Ring allgather: rank ``r`` contributes block ``r``, every rank gets all.
 
@@ -171,19 +156,12 @@ def ring_allgather(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """
     p = check_p("ring_allgather", p)
     count, itemsize = check_count("ring_allgather", count, itemsize)
-    bounds = block_bounds(count, p)
-
-    def ops():
-        b = ScheduleBuilder(p)
-        _ring_allgather_ops(b, p)
-        return b.build()
-
-    block_bytes = np.diff(bounds) * itemsize
-    return Schedule("allgather", "ring", p, count, itemsize, bounds, {}, OperatorNeeds(), ops, input_blocks=_own_block)
+    return Schedule("allgather", "ring", p, count, itemsize, block_bounds(count, p), {}, OperatorNeeds(),
+                    _ring_pattern(p, _ring_allgather_steps), input_blocks=_own_block)
 
 
-@algorithm(collective="allreduce", name="ring", params={}, rounds="2(P − 1)", noncommutative=False,
-           paper=PAPER_RING, cost="2(P − 1)α + 2((P − 1)/P)nβ + ((P − 1)/P)nγ")
+@algorithm(collective="allreduce", name="ring", params={}, needs="commutative", rounds="2(P − 1)",
+           paper=PAPER_RING)
 def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Ring allreduce: ring reduce-scatter, then ring allgather.
 
@@ -226,22 +204,9 @@ def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """
     p = check_p("ring_allreduce", p)
     count, itemsize = check_count("ring_allreduce", count, itemsize)
-    bounds = block_bounds(count, p)
-
-    def ops():
-        b = ScheduleBuilder(p)
-        _ring_reduce_scatter_ops(b, p)
-        _ring_allgather_ops(b, p, round0=p - 1)
-        return b.build()
-
-    block_bytes = np.diff(bounds) * itemsize
-
-    def rounds():
-        yield from _ring_rounds(p, block_bytes, offset=1, round0=0, first_dep=-1, reduce=True)
-        yield from _ring_rounds(p, block_bytes, offset=0, round0=p - 1, first_dep=p - 2, reduce=False)
-
-    return Schedule("allreduce", "ring", p, count, itemsize, bounds, {},
-                    OperatorNeeds(commutative=p > 2), ops)
+    return Schedule("allreduce", "ring", p, count, itemsize, block_bounds(count, p), {},
+                    OperatorNeeds(commutative=p > 2),
+                    _ring_pattern(p, _ring_reduce_scatter_steps, _ring_allgather_steps))
 
 
 # ---- Rabenseifner ------------------------------------------------------------
@@ -344,9 +309,8 @@ def _rabenseifner_rounds(p: int, block_bytes: np.ndarray):
                           np.zeros(q, dtype=np.int64))
 
 
-@algorithm(collective="allreduce", name="rabenseifner", params={},
-           rounds="2 log2 P for P = 2^k, else 2⌊log2 P⌋ + 2", noncommutative=True, paper=PAPER_RABENSEIFNER,
-           cost="P' = 2^⌊log2 P⌋, f = [P ≠ P']: (2 log2 P' + 2f)α + (2(P' − 1)/P' + 2f)nβ + ((P' − 1)/P' + f)nγ")
+@algorithm(collective="allreduce", name="rabenseifner", params={}, needs="associative",
+           rounds="2 log2 P for P = 2^k, else 2⌊log2 P⌋ + 2", paper=PAPER_RABENSEIFNER)
 def rabenseifner(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Rabenseifner's allreduce: recursive halving, then recursive doubling.
 

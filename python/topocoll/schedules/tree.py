@@ -94,10 +94,9 @@ def _check_order(where, order):
     return order
 
 
-@algorithm(collective="reduce", name="binomial", params={"root": 0, "order": "rank"},
-           rounds="⌈log2 P⌉ (+1 if order=rank and root≠0)", noncommutative=True,
-           paper="End et al. 2016 §I [4] (butterfly-allreduce-gaspi)",
-           cost="⌈log2 P⌉(α + nβ + nγ)")
+@algorithm(collective="reduce", name="binomial", params={"root": 0, "order": "rank"}, needs="associative",
+           rounds="⌈log2 P⌉ (+1 if order=rank and root≠0)",
+           paper="End et al. 2016 §I [4] (butterfly-allreduce-gaspi)")
 def binomial_reduce(p: int, *, root: int = 0, order: str = "rank", count: int = 1, itemsize: int = 8) -> Schedule:
     """Binomial-tree reduce to ``root``.
 
@@ -141,9 +140,8 @@ def binomial_reduce(p: int, *, root: int = 0, order: str = "rank", count: int = 
                     OperatorNeeds(commutative=order == "relative" and root != 0), ops, root=root)
 
 
-@algorithm(collective="bcast", name="binomial", params={"root": 0}, rounds="⌈log2 P⌉",
-           noncommutative=True, paper="End et al. 2016 §I [4] (butterfly-allreduce-gaspi)",
-           cost="⌈log2 P⌉(α + nβ)")
+@algorithm(collective="bcast", name="binomial", params={"root": 0}, needs="associative", rounds="⌈log2 P⌉",
+           paper="End et al. 2016 §I [4] (butterfly-allreduce-gaspi)")
 def binomial_bcast(p: int, *, root: int = 0, count: int = 1, itemsize: int = 8) -> Schedule:
     """Binomial-tree broadcast from ``root``: in round ``l`` every relative
     rank ``v < 2**l`` that has the data sends it to ``v + 2**l``.
@@ -168,9 +166,8 @@ def binomial_bcast(p: int, *, root: int = 0, count: int = 1, itemsize: int = 8) 
                     OperatorNeeds(), ops, root=root)
 
 
-@algorithm(collective="allreduce", name="binomial", params={}, rounds="2⌈log2 P⌉",
-           noncommutative=True, paper="End et al. 2016 §I, §IV (BST) (butterfly-allreduce-gaspi)",
-           cost="2⌈log2 P⌉α + 2⌈log2 P⌉nβ + ⌈log2 P⌉nγ")
+@algorithm(collective="allreduce", name="binomial", params={}, needs="associative", rounds="2⌈log2 P⌉",
+           paper="End et al. 2016 §I, §IV (BST) (butterfly-allreduce-gaspi)")
 def binomial_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """Binomial spanning tree allreduce: reduce to rank 0, then broadcast.
 

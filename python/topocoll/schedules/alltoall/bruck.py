@@ -102,12 +102,10 @@ def _bruck_rounds(p: int, k: int, m: int) -> Iterator[RoundArrays]:
         yield RoundArrays(rnd, src, dst, nbytes, dep, np.zeros_like(src))
 
 
-@algorithm(collective="alltoall", name="bruck", params={"k": 1}, rounds="⌈log_{k+1} P⌉",
-           noncommutative=True, paper="Bruck et al. 1997 (IEEE TPDS 8(11)); short messages, "
-                                      f"{PAPER} §3 indirect [3, 6]",
-           sweep=({"k": 1}, {"k": 2}),
-           cost="⌈log_{k+1}P⌉ rounds of ≤ k messages; for P = (k+1)^n: n·k·α + n·k·(P/(k+1))·m·β "
-                "single-port (k-port: n·α + n·(P/(k+1))·m·β)")
+@algorithm(collective="alltoall", name="bruck", params={"k": 1}, needs="associative", rounds="⌈log_{k+1} P⌉",
+           paper="Bruck et al. 1997 (IEEE TPDS 8(11)); short messages, "
+                 f"{PAPER} §3 indirect [3, 6]",
+           sweep=({"k": 1}, {"k": 2}))
 def bruck_alltoall(p: int, *, k: int = 1, count: int | None = None, itemsize: int = 8) -> Schedule:
     """Bruck's all-to-all in ⌈log_{k+1} P⌉ rounds with ``k`` ports.
 

@@ -69,10 +69,8 @@ def _direct_schedule(name, p, count, itemsize, m, params, nrounds, dst_of_round)
                  lambda: _direct_rounds(p, m, nrounds, dst_of_round))
 
 
-@algorithm(collective="alltoall", name="direct", params={}, rounds="P",
-           noncommutative=True, paper=f"{PAPER} §3 eq. 3 (direct)",
-           cost="crossbar: P·α + P(P−1)·m·β (round j funnels P−1 messages into rank j); "
-                "torus eq. 3: P·α + P·(M/8)·(m+h)·β")
+@algorithm(collective="alltoall", name="direct", params={}, needs="associative", rounds="P",
+           paper=f"{PAPER} §3 eq. 3 (direct)")
 def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> Schedule:
     """Direct linear all-to-all: every rank sends to ranks 0, 1, 2, … in order.
 
@@ -128,9 +126,8 @@ def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> S
     return _direct_schedule("direct", p, count, itemsize, m, {}, p if p > 1 else 0, dst_of_round)
 
 
-@algorithm(collective="alltoall", name="shift", params={}, rounds="P−1",
-           noncommutative=True, paper="Cavin & Demengeon 2012 §2.1.4 eq. 1 (shift-based-compositing-fat-tree)",
-           cost="crossbar: (P−1)(α + m·β); torus eq. 3: P·α + P·(M/8)·(m+h)·β")
+@algorithm(collective="alltoall", name="shift", params={}, needs="associative", rounds="P−1",
+           paper="Cavin & Demengeon 2012 §2.1.4 eq. 1 (shift-based-compositing-fat-tree)")
 def shift_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> Schedule:
     """Shift (pairwise) all-to-all: in round ``S`` (1 ≤ S < P) rank ``i``
     sends to ``(i + S) mod P`` and receives from ``(i − S) mod P``.
@@ -175,9 +172,8 @@ def _is_power_of_two(p: int) -> bool:
     return p >= 1 and p & (p - 1) == 0
 
 
-@algorithm(collective="alltoall", name="pairwise_exchange", params={}, rounds="P−1", any_p=False,
-           noncommutative=True, paper="Cavin & Demengeon 2012 §2.1.4 (XOR pairing for P = 2^n)",
-           cost="crossbar: (P−1)(α + m·β); torus eq. 3")
+@algorithm(collective="alltoall", name="pairwise_exchange", params={}, needs="associative", rounds="P−1",
+           paper="Cavin & Demengeon 2012 §2.1.4 (XOR pairing for P = 2^n)", supports="power_of_two")
 def pairwise_exchange_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> Schedule:
     """XOR pairwise exchange: in round ``S`` rank ``i`` exchanges its blocks
     with ``i XOR S``; every round pairs the ranks up (``p`` a power of two).

@@ -70,11 +70,9 @@ def random_permutations(keys: np.ndarray, t: int, n: int) -> np.ndarray:
 
 
 @algorithm(collective="alltoall", name="randomized", params={"seed": 0, "packets": 1, "burst": None},
-           rounds="⌈packets/burst⌉·(P−1)",
-           noncommutative=True, paper=f"{PAPER} §3 (AR: random injection order)",
-           sweep=({"seed": 0}, {"seed": 5, "packets": 3, "burst": 2}),  # catalogue count 3p
-           cost="crossbar: (P−1)α + m·β·Σ_t max_j |{i: π_i(t) = j}| ≥ (P−1)(α + m·β); "
-                "torus eq. 3: P·α + P·(M/8)·(m+h)·β")
+           needs="associative", rounds="⌈packets/burst⌉·(P−1)",
+           paper=f"{PAPER} §3 (AR: random injection order)",
+           sweep=({"seed": 0}, {"seed": 5, "packets": 3, "burst": 2}))
 def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int | None = None,
                         count: int | None = None, itemsize: int = 8) -> Schedule:
     """Randomized-order all-to-all: rank ``i`` sends to its ``P − 1`` peers in

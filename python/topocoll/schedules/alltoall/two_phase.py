@@ -214,12 +214,9 @@ def _two_phase_rounds(lay: TorusLayout, m: int) -> Iterator[RoundArrays]:
 
 
 @algorithm(collective="alltoall", name="two_phase_schedule",
-           params={"shape": None, "linear": None, "mapping": DEFAULT_MAPPING},
+           params={"shape": None, "linear": None, "mapping": DEFAULT_MAPPING}, needs="associative",
            rounds="P − L (L: size of the linear dimension; L − 1 if P = L)",
-           noncommutative=True, paper=f"{PAPER} §4.1 (Two Phase Schedule), Table 3",
-           cost="crossbar: (P−1)·α + ((L−1)·P/L + P−L)·m·β; "
-                "torus: phase 1 (L−1)·α + P·(L/8)·(m + h·L/P)·β, "
-                "phase 2 (P−L)·α + P·(M_plane/8)·(m+h)·β, pipelined: network terms overlap")
+           paper=f"{PAPER} §4.1 (Two Phase Schedule), Table 3")
 def two_phase_schedule(p: int, *, shape=None, linear=None, mapping=DEFAULT_MAPPING,
                        count: int | None = None, itemsize: int = 8) -> Schedule:
     """Two Phase Schedule (TPS) all-to-all on an X×Y×Z torus or mesh (§4.1).

@@ -132,12 +132,10 @@ def resolve_mesh_dims(where: str, p: int, dims, d) -> tuple[int, ...]:
     return parsed
 
 
-@algorithm(collective="alltoall", name="virtual_mesh", params={"dims": None, "d": 2},
+@algorithm(collective="alltoall", name="virtual_mesh", params={"dims": None, "d": 2}, needs="associative",
            rounds="Σ_k (P_k − 1)  (2D: Pvx + Pvy − 2)",
-           noncommutative=True, paper=f"{PAPER} §4.2 eq. 4 (2D virtual mesh); d = 3: Garg & Sabharwal [5]",
-           sweep=({"d": 2}, {"d": 3}),
-           cost="crossbar: Σ_k (P_k−1)·(α + (P/P_k)·m·β) (2D: (Pvx+Pvy−2)α + ≈2P·m·β); "
-                "torus eq. 4: (Pvx+Pvy)·α + 2P·(m+proto)·((M/8)·β + γ)")
+           paper=f"{PAPER} §4.2 eq. 4 (2D virtual mesh); d = 3: Garg & Sabharwal [5]",
+           sweep=({"d": 2}, {"d": 3}))
 def virtual_mesh_alltoall(p: int, *, dims=None, d: int = 2, count: int | None = None,
                           itemsize: int = 8) -> Schedule:
     """Message-combining all-to-all over a virtual mesh ``P = P_0 × P_1 × …``.

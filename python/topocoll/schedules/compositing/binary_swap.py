@@ -31,10 +31,9 @@ def _check_power_of_two(where: str, p: int) -> int:
     return p.bit_length() - 1
 
 
-@algorithm(collective="reduce_scatter", name="binary_swap",
-           params={"depth_order": None, "gather_root": None}, rounds="log2 P", any_p=False,
-           noncommutative=True, paper=f"Ma et al. 1994, as in {RADIX_K_PAPER} §2.2",
-           cost="Table 1: α·log2 P + βn(P−1)/P, overlap no")
+@algorithm(collective="reduce_scatter", name="binary_swap", params={"depth_order": None, "gather_root": None},
+           needs="associative", rounds="log2 P", paper=f"Ma et al. 1994, as in {RADIX_K_PAPER} §2.2",
+           supports="power_of_two")
 def binary_swap(p: int, *, depth_order=None, gather_root=None, count: int | None = None,
                 itemsize: int = PIXEL_BYTES) -> Schedule:
     """Binary swap: distance doubling and vector halving, power-of-two ``p``.

@@ -29,7 +29,8 @@ import numpy as np
 
 from ...errors import SpecError
 from ..common import check_count, check_p, check_root
-from ..ir import LEFT, RIGHT, OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
+from ..ir import LEFT, RIGHT, OperatorNeeds, RankBuilder, Schedule, block_bounds
+from ..pattern import RankwisePattern
 
 
 PIXEL_BYTES = 16                 # premultiplied RGBA float32 (radix-k §1.2; shift-based §4)

@@ -17,10 +17,9 @@ from ..registry import algorithm
 from .common import PIXEL_BYTES, SHIFT_PAPER, _check_common, _shift_pattern
 
 
-@algorithm(collective="reduce_scatter", name="direct_send",
-           params={"depth_order": None, "gather_root": None}, rounds="P−1 steps, all posted at once",
-           noncommutative=True, paper=f"Neumann 1994, as in {SHIFT_PAPER} §2.2.1",
-           cost="Table 1: α(P−1) + βn(P−1)/P, overlap yes")
+@algorithm(collective="reduce_scatter", name="direct_send", params={"depth_order": None, "gather_root": None},
+           needs="associative", rounds="P−1 steps, all posted at once",
+           paper=f"Neumann 1994, as in {SHIFT_PAPER} §2.2.1")
 def direct_send(p: int, *, depth_order=None, gather_root=None, count: int | None = None,
                 itemsize: int = PIXEL_BYTES) -> Schedule:
     """Direct send: every rank composites ``1/p`` of the image from all others.

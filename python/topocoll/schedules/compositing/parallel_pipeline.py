@@ -22,9 +22,8 @@ from .common import PIXEL_BYTES, SHIFT_PAPER, _block_bytes, _check_common, _fram
 # ---- parallel pipeline -------------------------------------------------------------------------
 
 @algorithm(collective="reduce_scatter", name="parallel_pipeline",
-           params={"depth_order": None, "gather_root": None}, rounds="P−1 stages",
-           noncommutative=True, paper=f"Lee et al. 1996, as in {SHIFT_PAPER} §2.2.4",
-           cost="Table 1: α(P−1) + βn(P−1)/P, overlap no")
+           params={"depth_order": None, "gather_root": None}, needs="associative", rounds="P−1 stages",
+           paper=f"Lee et al. 1996, as in {SHIFT_PAPER} §2.2.4")
 def parallel_pipeline(p: int, *, depth_order=None, gather_root=None, count: int | None = None,
                       itemsize: int = PIXEL_BYTES) -> Schedule:
     """Parallel pipeline on a ring in depth order, ``p − 1`` stages.

@@ -65,13 +65,11 @@ def _radix_final_blocks(p: int, ks: list[int]) -> np.ndarray:
 
 
 @algorithm(collective="reduce_scatter", name="radix_k",
-           params={"k": "eights", "depth_order": None, "gather_root": None},
-           rounds="Σ(k_i − 1) steps in r rounds", noncommutative=True,
-           paper=f"{RADIX_K_PAPER} §3.1",
-           cost="Table 1 (corrected): α·Σ(k_i − 1) + βn(P−1)/P, overlap partially",
-           valid_p=lambda p, params: isinstance(params.get("k", "eights"), str)
-           or math.prod(params["k"]) == p,
-           sweep=({}, {"k": "primes"}, {"gather_root": 0}))
+           params={"k": "eights", "depth_order": None, "gather_root": None}, needs="associative",
+           rounds="Σ(k_i − 1) steps in r rounds", paper=f"{RADIX_K_PAPER} §3.1",
+           sweep=({}, {"k": "primes"}, {"gather_root": 0}),
+           supports=lambda p, params: isinstance(params["k"], str) or math.prod(np.atleast_1d(params["k"])) == p,
+           supports_text="product of k = P")
 def radix_k(p: int, *, k="eights", depth_order=None, gather_root=None, count: int | None = None,
             itemsize: int = PIXEL_BYTES) -> Schedule:
     """Radix-k compositing: rounds of direct send within groups of ``k_i``.

@@ -14,10 +14,8 @@ from ..registry import algorithm
 from .common import PIXEL_BYTES, SHIFT_PAPER, _check_common, _shift_pattern
 
 
-@algorithm(collective="reduce_scatter", name="shift_based",
-           params={"depth_order": None, "gather_root": None}, rounds="P−1 stages",
-           noncommutative=True, paper=f"{SHIFT_PAPER} §3.2",
-           cost="Table 1: α(P−1) + βn(P−1)/P, overlap yes")
+@algorithm(collective="reduce_scatter", name="shift_based", params={"depth_order": None, "gather_root": None},
+           needs="associative", rounds="P−1 stages", paper=f"{SHIFT_PAPER} §3.2")
 def shift_based(p: int, *, depth_order=None, gather_root=None, count: int | None = None,
                 itemsize: int = PIXEL_BYTES) -> Schedule:
     """Shift-based compositing: ``p − 1`` stages of the shift permutation.

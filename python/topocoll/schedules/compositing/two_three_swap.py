@@ -75,11 +75,10 @@ def _swap_plan(p: int) -> _SwapPlan:
 
 
 @algorithm(collective="reduce_scatter", name="two_three_swap",
-           params={"depth_order": None, "gather_root": None},
-           rounds="log2 P (2^k) or ⌊log2 P⌋ + 2 or + 3", noncommutative=True,
-           paper=("binary swap with the 3-2 elimination of Rabenseifner & Träff 2004, for Yu et al. "
-                  f"2008's 2-3 swap, as in {RADIX_K_PAPER} §2.2"),
-           cost="Table 1 (Yu et al.): 4α·log2 P + 1.3βn(P−1)/P, overlap no")
+           params={"depth_order": None, "gather_root": None}, needs="associative",
+           rounds="log2 P (2^k) or ⌊log2 P⌋ + 2 or + 3",
+           paper="binary swap with the 3-2 elimination of Rabenseifner & Träff 2004, for Yu et al. "
+                 f"2008's 2-3 swap, as in {RADIX_K_PAPER} §2.2")
 def two_three_swap(p: int, *, depth_order=None, gather_root=None, count: int | None = None,
                    itemsize: int = PIXEL_BYTES) -> Schedule:
     """Binary swap for any ``p``, with a 3-2 elimination step.

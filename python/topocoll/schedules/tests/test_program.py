@@ -1,0 +1,164 @@
+"""The op program contract (docs/ir.md) for every generator of the catalogue.
+
+Each generator has one pattern; its op program (vectorised where the pattern
+is circulant) must equal the program derived column by column from every
+rank's operations, satisfy the contract's invariants, and rebuild those
+operations exactly. At large P the circulant programs are checked against
+``ops_for(rank)`` for sampled ranks without building every rank's ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from topocoll.schedules import catalogue, generate
+from topocoll.schedules.pattern import CirculantPattern
+from topocoll.schedules.program import RECV, SEND, concatenate, ops_from_chunk_rows
+from topocoll.verify.testing import assert_views_equal
+
+CASES = [(info, params) for info in catalogue().values() for params in info.sweep]
+SMALL_P = (1, 2, 3, 5, 8, 12)
+
+
+def case_id(case) -> str:
+    info, params = case
+    shown = ",".join(f"{k}={v}" for k, v in params.items())
+    return f"{info.collective}/{info.name}" + (f"[{shown}]" if shown else "")
+
+
+def count_for(info, p: int) -> int:
+    """Uneven blocks wherever the collective allows them, so that a size slip
+    between blocks shows (all-to-all blocks are equal by definition)."""
+    return 3 * p if info.collective == "alltoall" else 3 * p + 1
+
+
+def schedules(info, params, ps=SMALL_P):
+    for p in ps:
+        if info.supports(p, params):
+            yield generate(info.collective, info.name, p, count=count_for(info, p), **params)
+
+
+def check_contract(schedule) -> None:
+    """The invariants docs/ir.md promises, on the whole program."""
+    chunks = list(schedule.program())
+    nxt = 0
+    for chunk in chunks:   # dense ids, round-major
+        assert chunk.first_id == nxt, f"{schedule.label()} round {chunk.round}: ids not dense"
+        nxt += len(chunk)
+    assert [c.round for c in chunks] == sorted({c.round for c in chunks}), "rounds not increasing"
+    prog = concatenate(chunks)
+    ids = prog.ids
+    owner = np.repeat(ids, np.diff(prog.dep_ptr))
+    assert (prog.dep_idx < owner).all(), f"{schedule.label()}: a dependency points forward"
+    assert (prog.rank[prog.dep_idx] == prog.rank[owner]).all(), f"{schedule.label()}: a dependency crosses ranks"
+    prefix = np.concatenate(([0], np.cumsum(schedule.block_bytes)))
+    for row in range(len(prog)):
+        runs = prog.runs_of(row)
+        assert prog.nbytes[row] == sum(prefix[d + n] - prefix[d] for d, _, n in runs)
+        assert all(0 <= d and d + n <= schedule.nblocks for d, _, n in runs)
+    # every channel has as many receives as sends, each matched pair of equal size
+    send, recv = prog.kind == SEND, prog.kind == RECV
+    sends = sorted(zip(prog.rank[send], prog.peer[send], prog.tag[send], ids[send]))
+    recvs = sorted(zip(prog.peer[recv], prog.rank[recv], prog.tag[recv], ids[recv]))
+    assert [s[:3] for s in sends] == [r[:3] for r in recvs], f"{schedule.label()}: unmatched channel"
+    for s, r in zip(sends, recvs):
+        assert prog.nbytes[s[3]] == prog.nbytes[r[3]], f"{schedule.label()}: message size differs"
+
+
+def rebuilt_ops(schedule) -> list[list]:
+    """Per-rank ops rebuilt from the program, dependencies back to local indices."""
+    out = [[] for _ in range(schedule.p)]
+    local = {}
+    buffers = schedule.program().buffers
+    for chunk in schedule.program():
+        for rank, gid, op in ops_from_chunk_rows(chunk, buffers):
+            local[gid] = len(out[rank])
+            out[rank].append(op)
+    return [[type(op)(**{**{f: getattr(op, f) for f in op.__dataclass_fields__},
+                         "deps": tuple(local[d] for d in op.deps)}) for op in rank_ops] for rank_ops in out]
+
+
+def normalised(ops):
+    """Op lists with block lists as tuples (``range`` and tuple compare unequal)."""
+    def norm(op):
+        fields = {f: getattr(op, f) for f in op.__dataclass_fields__}
+        return type(op)(**{k: tuple(v) if isinstance(v, range) else v for k, v in fields.items()})
+    return [[norm(op) for op in rank_ops] for rank_ops in ops]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_program_is_the_ops_view(case):
+    info, params = case
+    tried = 0
+    for sched in schedules(*case):
+        assert_views_equal(sched)
+        check_contract(sched)
+        assert rebuilt_ops(sched) == normalised(sched.ops), f"{sched.label()}: program does not rebuild the ops"
+        tried += 1
+    assert tried, f"{case_id(case)} supports none of P = {SMALL_P}"
+
+
+def test_round_summary_counts_the_programs_sends_and_reductions():
+    sched = generate("allreduce", "ring", 5, count=11)
+    for chunk, rnd in zip(sched.program(), sched.rounds()):
+        assert len(rnd) == int((chunk.kind == SEND).sum())
+        assert rnd.reduced_per_rank(5).sum() == chunk.nbytes[chunk.kind == 2].sum()
+
+
+# ---- large P: circulant programs against one rank's ops --------------------
+
+def _circulant(case) -> bool:
+    info, params = case
+    p = next(p for p in range(8, 300) if info.supports(p, params))
+    return isinstance(generate(info.collective, info.name, p, **params).pattern, CirculantPattern)
+
+
+CIRCULANT = [c for c in CASES if _circulant(c)]
+MAX_OPS = 200_000   # per example: the first chunks only, for P² patterns
+
+
+def supported_ps(info, params, lo, hi, cap=64):
+    """Up to ``cap`` supported P in ``[lo, hi]``, spread over the range."""
+    out, p = [], lo
+    while p <= hi and len(out) < cap:
+        if info.supports(p, params):
+            out.append(p)
+        p = p + 1 if p < 2 * lo else int(p * 1.37) + 1
+    return out
+
+
+@pytest.mark.parametrize("case", CIRCULANT, ids=[case_id(c) for c in CIRCULANT])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_circulant_program_matches_ops_for_at_large_p(case, data):
+    info, params = case
+    ps = supported_ps(info, params, 200, 2**16)
+    assert ps, f"{case_id(case)}: no supported P in 200..2^16"
+    p = data.draw(st.sampled_from(ps), label="p")
+    rank = data.draw(st.integers(0, p - 1), label="rank")
+    sched = generate(info.collective, info.name, p, **params)
+    mine, local, budget = [], {}, MAX_OPS
+    buffers = sched.program().buffers
+    last_round = None
+    for chunk in sched.program():
+        for _, gid, op in ops_from_chunk_rows(chunk, buffers, np.flatnonzero(chunk.rank == rank)):
+            local[gid] = len(mine)
+            mine.append(type(op)(**{**{f: getattr(op, f) for f in op.__dataclass_fields__},
+                                    "deps": tuple(local[d] for d in op.deps)}))
+        last_round = chunk.round
+        budget -= len(chunk)
+        if budget <= 0:
+            break
+    want = [op for op in sched.ops_for(rank) if op.round <= last_round]
+    assert mine == normalised([want])[0], f"{sched.label()} rank {rank}: program rows differ from ops_for"
+
+
+def test_nway_program_at_65536_streams_without_per_op_objects():
+    """The whole program of nway_dissemination at P = 2^16 as arrays: every
+    op is a row, dependencies exact (rank 0's, tiled)."""
+    sched = generate("allreduce", "nway_dissemination", 2**16, n=1)
+    total = sum(len(c) for c in sched.program())
+    per_rank = len(sched.ops_for(12345))
+    assert total == per_rank * 2**16
