@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.topocoll
 RUST_SOURCES := $(shell find src -name '*.rs') Cargo.toml
 
-.PHONY: all build demo test test-rust bench clean
+.PHONY: all build demo test test-all test-rust bench clean
 
 all: build
 
@@ -28,8 +28,13 @@ build: $(STAMP)-build
 demo: build
 	$(VENV)/bin/topocoll demo
 
+# `test`: every generator and parameter set on a seeded sample of P (≤ 6 min on 2 cores);
+# `test-all`: the same plus the exhaustive sweeps (catalogue P = 1..130, large-P hypothesis runs)
 test: build test-rust
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive"
+
+test-all: build test-rust
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m ""
 
 test-rust:
 	cargo test --release -q --lib --no-default-features

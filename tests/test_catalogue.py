@@ -2,8 +2,16 @@
 the symbolic verifier proves it, the reference executor agrees with a serial
 reduction (exactly, on integers; and on a non-commutative operator where the
 algorithm claims to support one), and the array view equals the one derived
-from the per-rank operations. Then the mutation test of issue 2 §3."""
+from the per-rank operations. Then the mutation test of issue 2 §3.
 
+Every (case, P) is one test. ``make test`` runs a seeded sample of P per case
+(:func:`sample_ps`: every supported P ≤ 12, then one P above 12 drawn from each
+of: powers of two, primes, P just above a power of two, any P); the other P
+carry the ``exhaustive`` marker and run under ``make test-all``. The seed is
+``TOPOCOLL_TEST_SEED`` (default 20240), printed in pytest's header."""
+
+import functools
+import os
 import random
 
 import pytest
@@ -44,26 +52,74 @@ def max_p(info):
     return MAX_P_BY_MODULE["compositing"] if ".compositing" in info.func.__module__ else MAX_P
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_verifier_and_reference_agree(case):
+# ---- the seeded sample of P that `make test` runs --------------------------
+
+SEED = int(os.environ.get("TOPOCOLL_TEST_SEED", "20240"))
+SMALL_P = 12            # every supported P up to here, in every run
+
+
+def is_power_of_two(p):
+    return p & (p - 1) == 0
+
+
+def is_prime(p):
+    return p > 1 and all(p % d for d in range(2, int(p ** 0.5) + 1))
+
+
+# one seeded draw above SMALL_P of each kind (any supported P where a case
+# supports none of that kind)
+KINDS = (is_power_of_two, is_prime, lambda p: is_power_of_two(p - 1), lambda p: True)
+
+
+def sample_ps(case, ps):
+    """The P of ``ps`` that ``make test`` runs for ``case``: every P ≤ 12 and
+    one seeded draw above 12 per kind of :data:`KINDS`."""
+    rng = random.Random(f"{SEED}/{case_id(case)}")
+    chosen = [p for p in ps if p <= SMALL_P]
+    for kind in KINDS:
+        rest = [p for p in ps if p > SMALL_P and p not in chosen]
+        pool = [p for p in rest if kind(p)] or rest
+        if pool:
+            chosen.append(rng.choice(pool))
+    return sorted(chosen)
+
+
+def sweep(limit_of):
+    """One ``(case, p)`` per supported P of every case, P ≤ ``limit_of(info)``;
+    the P outside the sample marked ``exhaustive``."""
+    out = []
+    for case in CASES:
+        limit = limit_of(case[0])
+        ps = supported(*case, limit=limit)
+        assert ps, f"{case_id(case)} supports no P in 1..{limit}"
+        sample = set(sample_ps(case, ps))
+        for p in ps:
+            marks = () if p in sample else (pytest.mark.exhaustive,)
+            out.append(pytest.param(case, p, marks=marks, id=f"{case_id(case)}-P{p}"))
+    return out
+
+
+@pytest.mark.parametrize("case, p", sweep(max_p))
+def test_verifier_and_reference_agree(case, p):
     info, params = case
-    ps = supported(info, params, limit=max_p(info))
-    assert ps, f"{case_id(case)} supports no P in 1..{max_p(info)}"
-    op = "max" if info.operators == "idempotent" else "sum"
-    for p in ps:
-        sched = generate(info.collective, info.name, p, count=count_for(info, p), **params)
-        verify(sched)
-        check_against_reference(sched, integer_inputs(p, sched.count, seed=p), op)
-        if info.noncommutative and not sched.needs.commutative and info.collective in REDUCTIONS:
+    sched = generate(info.collective, info.name, p, count=count_for(info, p), **params)
+    strictest = verify(sched)       # the default: the strictest operator the schedule claims
+    if info.noncommutative and not sched.needs.commutative and info.collective in REDUCTIONS:
+        if strictest != "noncommutative":
             verify(sched, op="noncommutative")
-            check_against_reference(sched, affine_inputs(p, sched.count, seed=p), affine)
+        check_against_reference(sched, affine_inputs(p, sched.count, seed=p), affine)
+        if p > SMALL_P:
+            # exact for a non-commutative operator is exact for every associative
+            # one: above SMALL_P the integer run below would prove nothing more
+            return
+    op = "max" if info.operators == "idempotent" else "sum"
+    check_against_reference(sched, integer_inputs(p, sched.count, seed=p), op)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_array_view_matches_per_rank_view(case):
+@pytest.mark.parametrize("case, p", sweep(lambda info: 40))
+def test_array_view_matches_per_rank_view(case, p):
     info, params = case
-    for p in supported(info, params, limit=40):
-        assert_views_equal(generate(info.collective, info.name, p, count=count_for(info, p), **params))
+    assert_views_equal(generate(info.collective, info.name, p, count=count_for(info, p), **params))
 
 
 # ---- mutation test (issue 2 §3) --------------------------------------------
@@ -162,12 +218,36 @@ def _single_block(info, params):
 SINGLE_BLOCK = [c for c in CASES if _single_block(*c)]
 
 
-@pytest.mark.parametrize("case", SINGLE_BLOCK, ids=[case_id(c) for c in SINGLE_BLOCK])
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(p=st.integers(min_value=131, max_value=4096))
-def test_large_p_verifies(case, p):
-    info, params = case
-    if not info.supports(p, params):
-        return
+
+
+@functools.cache
+def large_ps(index, limit):
+    """The P in 131..``limit`` that ``SINGLE_BLOCK[index]`` supports: drawn
+    from directly, so that every example verifies a schedule."""
+    info, params = SINGLE_BLOCK[index]
+    ps = [p for p in range(MAX_P + 1, limit + 1) if info.supports(p, params)]
+    assert ps, f"{case_id(SINGLE_BLOCK[index])} supports no P in {MAX_P + 1}..{limit}"
+    return ps
+
+
+def verify_large_p(index, data, limit):
+    info, params = SINGLE_BLOCK[index]
+    p = data.draw(st.sampled_from(large_ps(index, limit)), label="p")
     sched = generate(info.collective, info.name, p, **params)
+    assert sched.p == p
     verify(sched)
+
+
+@pytest.mark.parametrize("index", range(len(SINGLE_BLOCK)), ids=[case_id(c) for c in SINGLE_BLOCK])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_large_p_verifies(index, data):
+    verify_large_p(index, data, limit=1024)
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("index", range(len(SINGLE_BLOCK)), ids=[case_id(c) for c in SINGLE_BLOCK])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_large_p_verifies_up_to_4096(index, data):
+    verify_large_p(index, data, limit=4096)

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .argtypes import bounded_int, seed, writable_file
 from .errors import SpecError
+
+#: command-line limits: every rank's image lives in this one process
+MAX_COMPOSITE_P = 4096
+MAX_SIDE = 1 << 16
+MAX_IMAGES_BYTES = 1 << 30
+IMAGE_PIXEL_BYTES = 16     # premultiplied RGBA, float32
 
 #: relative error the check accepts: float64 images reach it with margin; float32 images are
 #: judged against float32 rounding (see :func:`tolerance_for`).
@@ -277,6 +284,12 @@ def cmd_composite(args) -> int:
     from .schedules.metrics import report
 
     p = args.procs
+    if p * args.width * args.height * IMAGE_PIXEL_BYTES > MAX_IMAGES_BYTES:
+        raise SpecError(f"-P {p} --width {args.width} --height {args.height}: {p} images of "
+                        f"{args.width}x{args.height} pixels need {p * args.width * args.height * IMAGE_PIXEL_BYTES} "
+                        f"bytes, expected at most {MAX_IMAGES_BYTES} (1 GiB) in one process")
+    if args.save:
+        writable_file("--save", args.save)
     k = _parse_k(args.k)
     if k is not None and args.algorithm != "radix_k":
         raise SpecError(f"--k given for {args.algorithm}, expected --k only with --algorithm radix_k")
@@ -319,7 +332,6 @@ def cmd_composite(args) -> int:
 
 def add_composite_parser(subparsers) -> None:
     """Register ``topocoll composite`` on the CLI's subparsers."""
-    from .cli import positive_int
     from .imaging import PATTERNS
     from .schedules.compositing import ALGORITHMS
 
@@ -328,16 +340,20 @@ def add_composite_parser(subparsers) -> None:
         description=("Run one image-compositing schedule (an ordered reduce-scatter with the over "
                      "operator) on P test images in one process; --check compares the picture with a "
                      "serial over-composition, --save writes it as PNG."))
-    p.add_argument("-P", "--procs", type=positive_int, required=True, help="number of ranks (images)")
+    p.add_argument("-P", "--procs", type=bounded_int(1, MAX_COMPOSITE_P, what="ranks"), required=True,
+                   help=f"number of ranks (images), at most {MAX_COMPOSITE_P}")
     p.add_argument("--algorithm", required=True, choices=ALGORITHMS, help="compositing algorithm")
     p.add_argument("--k", help="radix_k only: radices such as 8,8 (product P) or a rule: eights, primes")
     p.add_argument("--order", metavar="FILE", help="depth order: ranks front to back (default rank order)")
-    p.add_argument("--width", type=positive_int, required=True, help="image width in pixels")
-    p.add_argument("--height", type=positive_int, required=True, help="image height in pixels")
+    p.add_argument("--width", type=bounded_int(1, MAX_SIDE, what="pixels"), required=True,
+                   help=f"image width in pixels (at most {MAX_SIDE})")
+    p.add_argument("--height", type=bounded_int(1, MAX_SIDE, what="pixels"), required=True,
+                   help=f"image height in pixels (at most {MAX_SIDE})")
     p.add_argument("--pattern", choices=PATTERNS, default="checker",
                    help="test images: checker (radix-k §4), random, sphere (default checker)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random pattern (default 0)")
-    p.add_argument("--threads", type=positive_int, help="threads for the over kernel (default 1)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random pattern (default 0)")
+    p.add_argument("--threads", type=bounded_int(1, 1024, what="threads"),
+                   help="threads for the over kernel (default 1)")
     p.add_argument("--save", metavar="PNG", help="write the composited picture here")
     p.add_argument("--operator", choices=OPERATORS, default="over",
                    help="over (ordered, default) or zbuffer (nearest fragment per pixel, seeded random depths)")

@@ -261,7 +261,10 @@ def _adapted_template(a: Adaptation) -> Circulant:
     "store this partial result in the round it is created"); the partial
     results after the receiver's boundary are accumulated separately in
     ``rest``, so the final result is recomputed without the taken-out part
-    (no inverse of ∘ is assumed).
+    (no inverse of ∘ is assumed). With a take-out, ``data`` is overwritten
+    by ``rest`` at the end, so a piece is reduced into ``data`` only while
+    ``data`` is still read afterwards (sent, or kept in ``part``): no
+    reduction is dead.
     """
     n, k = a.n, a.k
     d = (n + 1) ** (k - 1)
@@ -270,6 +273,11 @@ def _adapted_template(a: Adaptation) -> Circulant:
     snd_pos = 0 if a.prefix_at[0] == 0 else (a.prefix_at[0] - 1) * n + a.prefix_at[1]
     rcv_pos = 0 if a.takeout_at[0] == 0 else (a.takeout_at[0] - 1) * n + a.takeout_at[1]
     keep_part = a.prefix > 0 and snd_pos < last_full
+    data_sent_last = a.full > 0 or (a.prefix > 0 and not keep_part)
+    # the last piece reduced into ``data``: all of them, unless a take-out
+    # rebuilds the result in ``rest`` and ``data`` is read no more
+    data_upto = last_full if not a.takeout or data_sent_last else \
+        max(n * (k - 2), snd_pos if keep_part else 0)
     if keep_part and snd_pos == 0:
         c.copy(0, dst="part", src="data")
     piece = 0
@@ -284,7 +292,8 @@ def _adapted_template(a: Adaptation) -> Circulant:
             c.recv(t, j * dist, bufs[-1])
         for j, buf in enumerate(bufs, 1):
             q = piece - n + j
-            c.reduce(t, dst="data", src=buf)
+            if q <= data_upto:
+                c.reduce(t, dst="data", src=buf)
             if a.takeout and q > rcv_pos + 1:
                 c.reduce(t, dst="rest", src=buf)
             if keep_part and q == snd_pos:
@@ -325,7 +334,7 @@ def _adapted_supports(p: int, params: dict) -> bool:
 
 @algorithm(collective="allreduce", name="nway_dissemination", params={"n": 1}, needs="commutative",
            rounds="⌈log_{n+1} P⌉", paper=PAPER, sweep=SWEEP, supports=_adapted_supports,
-           compare={"n": "auto"})
+           supports_text="(n, P) with an adaption (Theorem 1)", compare={"n": "auto"})
 def nway_dissemination(p: int, *, n: int | str = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     """Allreduce by the adapted n-way dissemination algorithm.
 

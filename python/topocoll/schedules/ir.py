@@ -28,7 +28,8 @@ check that both views agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -273,6 +274,52 @@ def _blocks(blocks) -> Sequence[int]:
     return blocks if isinstance(blocks, range) else tuple(blocks)
 
 
+class _Segments:
+    """One buffer's data-flow state as segments of equal state.
+
+    Blocks ``starts[i] .. starts[i+1]-1`` share one last writer and one tuple
+    of readers since that write; untouched blocks have neither. Halving and
+    doubling algorithms touch a few long ranges per rank, so state is kept
+    per range, not per block: a rank's data flow costs O(its ops), not
+    O(blocks it touches).
+    """
+
+    __slots__ = ("starts", "writer", "readers")
+
+    def __init__(self):
+        self.starts: list[int] = [-(1 << 62)]   # one segment holding every block index
+        self.writer: list[int | None] = [None]
+        self.readers: list[tuple[int, ...]] = [()]
+
+    def _split(self, x: int) -> int:
+        """Make ``x`` a segment start; return its segment index."""
+        i = bisect_right(self.starts, x) - 1
+        if self.starts[i] == x:
+            return i
+        self.starts.insert(i + 1, x)
+        self.writer.insert(i + 1, self.writer[i])
+        self.readers.insert(i + 1, self.readers[i])
+        return i + 1
+
+    def span(self, lo: int, hi: int) -> range:
+        """Indices of the segments covering blocks ``lo .. hi-1`` exactly."""
+        i = self._split(lo)
+        return range(i, self._split(hi) if hi > lo else i)
+
+
+def _runs(blocks: Sequence[int]) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of a block list (a ``range`` is one)."""
+    if isinstance(blocks, range) and blocks.step == 1:
+        return [(blocks.start, blocks.stop)] if len(blocks) else []
+    out: list[list[int]] = []
+    for b in blocks:
+        if out and out[-1][1] == b:
+            out[-1][1] = b + 1
+        else:
+            out.append([b, b + 1])
+    return [(lo, hi) for lo, hi in out]
+
+
 class RankBuilder:
     """Builds one rank's op list, deriving dependencies from data flow.
 
@@ -285,67 +332,69 @@ class RankBuilder:
     dependencies through it.
     """
 
-    __slots__ = ("ops", "_writer", "_readers")
+    __slots__ = ("ops", "_buffers")
 
     def __init__(self):
         self.ops: list[Op] = []
-        self._writer: dict[tuple[str, int], int] = {}
-        self._readers: dict[tuple[str, int], list[int]] = {}
+        self._buffers: dict[str, _Segments] = {}
 
-    def _deps(self, reads, writes, after) -> tuple[int, ...]:
-        writer, readers = self._writer, self._readers
-        deps = set(after)
-        for key in reads:
-            w = writer.get(key)
-            if w is not None:
-                deps.add(w)
-        for key in writes:
-            w = writer.get(key)
-            if w is not None:
-                deps.add(w)
-            deps.update(readers.get(key, ()))
-        return tuple(sorted(deps))
-
-    def _commit(self, op, reads, writes) -> int:
+    def _record(self, reads, writes, after) -> tuple[int, ...]:
+        """Dependencies of the next op, which reads and writes ``(buf, blocks)``
+        lists; then the op becomes the last reader / writer of those blocks."""
         idx = len(self.ops)
-        self.ops.append(op)
-        writer, readers = self._writer, self._readers
-        for key in reads:
-            readers.setdefault(key, []).append(idx)
-        for key in writes:
-            writer[key] = idx
-            readers[key] = []
-        return idx
+        deps = set(after)
+        touched = []
+        for buf, blocks, is_write in [(b, bl, False) for b, bl in reads] + [(b, bl, True) for b, bl in writes]:
+            seg = self._buffers.get(buf)
+            if seg is None:
+                seg = self._buffers[buf] = _Segments()
+            for lo, hi in _runs(blocks):
+                span = seg.span(lo, hi)
+                for i in span:
+                    w = seg.writer[i]
+                    if w is not None:
+                        deps.add(w)
+                    if is_write:
+                        deps.update(seg.readers[i])
+                touched.append((seg, lo, hi, is_write))
+        for seg, lo, hi, is_write in touched:   # all reads first, then the writes (as per block)
+            if not is_write:
+                for i in seg.span(lo, hi):
+                    seg.readers[i] = seg.readers[i] + (idx,)
+        for seg, lo, hi, is_write in touched:
+            if is_write:
+                for i in seg.span(lo, hi):
+                    seg.writer[i] = idx
+                    seg.readers[i] = ()
+        return tuple(sorted(deps))
 
     def send(self, peer, blocks, *, buf="data", round, tag=None, after=()) -> int:
         blocks = _blocks(blocks)
-        reads = [(buf, b) for b in blocks]
-        op = Send(peer, buf, blocks, round if tag is None else tag, round, self._deps(reads, (), after))
-        return self._commit(op, reads, ())
+        deps = self._record([(buf, blocks)], (), after)
+        self.ops.append(Send(peer, buf, blocks, round if tag is None else tag, round, deps))
+        return len(self.ops) - 1
 
     def recv(self, peer, blocks, *, buf="data", into=None, round, tag=None, after=()) -> int:
         blocks = _blocks(blocks)
         into = blocks if into is None else _blocks(into)
-        writes = [(buf, b) for b in into]
-        op = Recv(peer, buf, blocks, into, round if tag is None else tag, round, self._deps((), writes, after))
-        return self._commit(op, (), writes)
+        deps = self._record((), [(buf, into)], after)
+        self.ops.append(Recv(peer, buf, blocks, into, round if tag is None else tag, round, deps))
+        return len(self.ops) - 1
 
     def reduce(self, blocks, *, dst="data", src, side, round, after=()) -> int:
         if side not in (LEFT, RIGHT):
             raise ScheduleError(f"reduce: side={side!r}, expected 'left' or 'right'")
         blocks = _blocks(blocks)
-        reads = [(src, b) for b in blocks] + [(dst, b) for b in blocks]
-        writes = [(dst, b) for b in blocks]
-        op = Reduce(dst, src, blocks, side, round, self._deps(reads, writes, after))
-        return self._commit(op, reads, writes)
+        deps = self._record([(src, blocks), (dst, blocks)], [(dst, blocks)], after)
+        self.ops.append(Reduce(dst, src, blocks, side, round, deps))
+        return len(self.ops) - 1
 
     def copy(self, blocks, *, dst, src, src_blocks=None, round, after=()) -> int:
         blocks = _blocks(blocks)
         src_blocks = blocks if src_blocks is None else _blocks(src_blocks)
-        reads = [(src, b) for b in src_blocks]
-        writes = [(dst, b) for b in blocks]
-        op = Copy(dst, src, blocks, src_blocks, round, self._deps(reads, writes, after))
-        return self._commit(op, reads, writes)
+        deps = self._record([(src, src_blocks)], [(dst, blocks)], after)
+        self.ops.append(Copy(dst, src, blocks, src_blocks, round, deps))
+        return len(self.ops) - 1
 
     def exchange(self, peer, blocks, *, send_buf="data", recv_buf, recv_blocks=None,
                  round, into=None) -> tuple[int, int]:

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SpecError
 from .ir import Schedule
+
+#: messages of the largest schedule whose per-rank view topocoll builds (the
+#: symbolic verifier, ``show``, the reference executor): 2^22, about 1.5 GiB
+#: of per-rank operations
+MAX_PER_RANK_MESSAGES = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -88,3 +94,4 @@ def report(schedule: Schedule) -> ScheduleReport:
         max_bytes_per_rank=int(bytes_per_rank.max()) if p else 0,
         all_ranks_active_every_round=all_active, cost=CostTerms(a, b, g),
     )
+

@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import ceil_log, check_count, check_p, floor_log2
-from .ir import LEFT, RIGHT, OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
+from .ir import LEFT, RIGHT, OperatorNeeds, RankBuilder, Schedule, block_bounds
+from .pattern import RankwisePattern
 from .registry import algorithm
 from ..errors import SpecError
 
@@ -51,7 +52,9 @@ def fold_plan(p: int, leftover: str = "neighbours") -> tuple[int, np.ndarray, np
     Returns ``(k, survivors, folded, partners)``: ``survivors[n]`` is the real
     rank that acts as rank ``n`` of the power-of-two butterfly (``2^k``
     entries, increasing), and leftover rank ``folded[i]`` hands its input to
-    ``partners[i]`` before the butterfly and gets the result back after it.
+    ``partners[i]`` before the butterfly and gets the result back after it:
+    the all-ranks view of :func:`survivor` and :func:`fold_role`, which the
+    generators ask one rank at a time.
 
     Examples
     --------
@@ -62,70 +65,85 @@ def fold_plan(p: int, leftover: str = "neighbours") -> tuple[int, np.ndarray, np
     (array([0, 1, 2, 3]), array([4, 5]), array([0, 1]))
     """
     k = floor_log2(p)
-    pof2 = 1 << k
-    q = p - pof2
-    n = np.arange(pof2, dtype=np.int64)
-    j = np.arange(q, dtype=np.int64)
+    survivors = [survivor(p, leftover, n) for n in range(1 << k)]
+    roles = [fold_role(p, leftover, rank) for rank in range(p)]
+    folded = [rank for rank, (n, _) in enumerate(roles) if n < 0]
+    partners = [mate for n, mate in roles if n < 0]
+    return k, *(np.array(x, dtype=np.int64) for x in (survivors, folded, partners))
+
+
+def survivor(p: int, leftover: str, n: int) -> int:
+    """The real rank that plays rank ``n`` of the ``2^⌊log2 P⌋`` butterfly."""
+    q = p - (1 << floor_log2(p))
     if leftover == "neighbours":
-        return k, np.where(n < q, 2 * n + 1, n + q), 2 * j, 2 * j + 1
-    return k, n, pof2 + j, j
+        return 2 * n + 1 if n < q else n + q
+    return n
 
 
-def _side(peer: int, me: int) -> str:
+def fold_role(p: int, leftover: str, rank: int) -> tuple[int, int]:
+    """``(n, mate)``: the butterfly rank ``rank`` plays (``-1`` if it folds
+    away) and the rank it folds with (``-1`` if none): the survivor taking
+    its input over, or the leftover rank whose input it takes over.
+
+    Examples
+    --------
+    >>> [fold_role(6, "neighbours", r) for r in range(6)]
+    [(-1, 1), (0, 0), (-1, 3), (1, 2), (2, -1), (3, -1)]
+    """
+    pof2 = 1 << floor_log2(p)
+    q = p - pof2
+    if leftover == "neighbours":
+        if rank < 2 * q:
+            return (-1, rank + 1) if rank % 2 == 0 else (rank // 2, rank - 1)
+        return rank - q, -1
+    if rank >= pof2:
+        return -1, rank - pof2
+    return rank, (rank + pof2 if rank < q else -1)
+
+
+def lower_first(peer: int, me: int) -> str:
     """Lower rank's data in front: ``dst = src ∘ dst`` when the peer is lower."""
     return LEFT if peer < me else RIGHT
 
 
-def pairwise_ops(b: ScheduleBuilder, p: int, leftover: str, blocks: tuple[int, ...]) -> int:
-    """Append the pairwise exchange on ``blocks`` of ``data``; return its rounds."""
-    k, survivors, folded, partners = fold_plan(p, leftover)
-    survivors, folded, partners = survivors.tolist(), folded.tolist(), partners.tolist()
-    rnd = 0
-    if folded:
-        for src, dst in zip(folded, partners):
-            b.send(src, dst, blocks, round=rnd)
-            b.recv(dst, src, blocks, buf="tmp", round=rnd)
-            b.reduce(dst, blocks, src="tmp", side=_side(src, dst), round=rnd)
-        rnd += 1
-    for level in range(k):
-        mask = 1 << level
-        for n, me in enumerate(survivors):
-            peer = survivors[n ^ mask]
-            b.exchange(me, peer, blocks, recv_buf="tmp", round=rnd)
-            b.reduce(me, blocks, src="tmp", side=_side(peer, me), round=rnd)
-        rnd += 1
-    if folded:
-        for src, dst in zip(folded, partners):
-            b.send(dst, src, blocks, round=rnd)
-            b.recv(src, dst, blocks, round=rnd)
-        rnd += 1
-    return rnd
+def fold_in(b: RankBuilder, rank: int, n: int, mate: int, blocks) -> None:
+    """Round 0 of the fold on one rank: a leftover rank (``n < 0``) sends
+    ``blocks`` of its input to its mate, which reduces them into its own,
+    the lower rank's data in front."""
+    if n < 0:
+        b.send(mate, blocks, round=0)
+    elif mate >= 0:
+        b.recv(mate, blocks, buf="tmp", round=0)
+        b.reduce(blocks, src="tmp", side=lower_first(mate, rank), round=0)
 
 
-def pairwise_rounds(p: int, leftover: str, nbytes: int):
-    """The array view of :func:`pairwise_ops`, vectorised over ranks."""
-    k, survivors, folded, partners = fold_plan(p, leftover)
-    q = folded.shape[0]
-    rnd = 0
-    if q:
-        nb = np.full(q, nbytes, dtype=np.int64)
-        yield RoundArrays(0, folded, partners, nb, np.full(q, -1, dtype=np.int64), nb.copy())
-        rnd = 1
-    n = np.arange(1 << k, dtype=np.int64)
-    nb = np.full(n.shape, nbytes, dtype=np.int64)
-    heard = np.zeros(p, dtype=bool)
-    heard[partners] = True
-    for level in range(k):
-        if level == 0:
-            dep = np.where(heard[survivors], 0, -1).astype(np.int64)
-        else:
-            dep = np.full(n.shape, rnd - 1, dtype=np.int64)
-        yield RoundArrays(rnd, survivors, survivors[n ^ (1 << level)], nb, dep, nb.copy())
-        rnd += 1
-    if q:
-        nb = np.full(q, nbytes, dtype=np.int64)
-        yield RoundArrays(rnd, partners, folded, nb, np.full(q, rnd - 1, dtype=np.int64),
-                          np.zeros(q, dtype=np.int64))
+def fold_out(b: RankBuilder, n: int, mate: int, blocks, *, round: int) -> None:
+    """The last round of the fold on one rank: the mate hands the result back."""
+    if n < 0:
+        b.recv(mate, blocks, round=round)
+    elif mate >= 0:
+        b.send(mate, blocks, round=round)
+
+
+def pairwise_rank_ops(p: int, leftover: str, blocks):
+    """``rank_ops(rank, b)``: one rank's part of the pairwise exchange on
+    ``blocks`` of ``data``: the fold, ``⌊log2 P⌋`` butterfly rounds in which
+    survivor ``n`` exchanges with survivor ``n XOR 2^l`` and reduces (lower
+    rank in front), the unfold."""
+    k = floor_log2(p)
+    r0 = int(p > 1 << k)                      # rounds taken by the fold
+
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        n, mate = fold_role(p, leftover, rank)
+        fold_in(b, rank, n, mate, blocks)
+        if n >= 0:
+            for level in range(k):
+                peer = survivor(p, leftover, n ^ (1 << level))
+                b.exchange(peer, blocks, recv_buf="tmp", round=r0 + level)
+                b.reduce(blocks, src="tmp", side=lower_first(peer, rank), round=r0 + level)
+        fold_out(b, n, mate, blocks, round=r0 + k)
+
+    return rank_ops
 
 
 def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize) -> Schedule:
@@ -134,16 +152,9 @@ def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize)
     p = check_p(name, p)
     leftover = _check_leftover(name, leftover)
     count, itemsize = check_count(name, count, itemsize)
-    nbytes = count * itemsize
-
-    def ops():
-        b = ScheduleBuilder(p)
-        pairwise_ops(b, p, leftover, (0,))
-        return b.build()
-
     needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
     return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1),
-                    {"leftover": leftover}, needs, ops)
+                    {"leftover": leftover}, needs, RankwisePattern(p, pairwise_rank_ops(p, leftover, (0,))))
 
 
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
@@ -248,12 +259,30 @@ def butterfly(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize:
     return _pairwise_schedule("barrier", "butterfly", p, leftover, count, itemsize)
 
 
-def _virtual_roles(p: int) -> tuple[int, np.ndarray]:
-    """``(k, real)``: role ``v`` of the ``2^k``-process butterfly is played by
-    rank ``real[v]`` (``v`` itself, or ``v - P`` for a virtual process)."""
+def _virtual_rank_ops(p: int):
+    """``rank_ops(rank, b)`` of the virtual-process butterfly: rank ``r``
+    plays role ``r`` and, if ``r + P < 2^k``, virtual role ``r + P`` (in
+    ``virt``, from a copy of its input); role ``v`` exchanges with role
+    ``v XOR 2^l`` in round ``l``, played by rank ``w`` or ``w - P``."""
     k = ceil_log(p, 2)
-    v = np.arange(1 << k, dtype=np.int64)
-    return k, np.where(v < p, v, v - p)
+    blocks = (0,)
+
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        roles = (rank, rank + p) if rank + p < 1 << k else (rank,)
+        if len(roles) > 1:
+            b.copy(blocks, dst="virt", src="data", round=0)
+        for level in range(k):
+            # roles in increasing order: a rank posts for its real role first,
+            # so two messages between the same ranks match in posting order
+            for v in roles:
+                w = v ^ (1 << level)
+                buf, tmp = ("data", "tmp") if v < p else ("virt", "vtmp")
+                peer = w if w < p else w - p
+                b.send(peer, blocks, buf=buf, round=level)
+                b.recv(peer, blocks, buf=tmp, round=level)
+                b.reduce(blocks, dst=buf, src=tmp, side=lower_first(w, v), round=level)
+
+    return rank_ops
 
 
 @algorithm(collective="allreduce", name="butterfly_virtual", params={}, needs="commutative, idempotent",
@@ -302,34 +331,7 @@ def butterfly_virtual(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """
     p = check_p("butterfly_virtual", p)
     count, itemsize = check_count("butterfly_virtual", count, itemsize)
-    nbytes = count * itemsize
-    k, real = _virtual_roles(p)
-
-    def ops():
-        b = ScheduleBuilder(p)
-        blocks = (0,)
-        roles = real.tolist()
-        for v in range(p, 1 << k):
-            b.copy(roles[v], blocks, dst="virt", src="data", round=0)
-        for level in range(k):
-            # roles in increasing order: a rank posts for its real role first,
-            # so two messages between the same ranks match in posting order
-            for v in range(1 << k):
-                w = v ^ (1 << level)
-                buf, tmp = ("data", "tmp") if v < p else ("virt", "vtmp")
-                b.send(roles[v], roles[w], blocks, buf=buf, round=level)
-                b.recv(roles[v], roles[w], blocks, buf=tmp, round=level)
-                b.reduce(roles[v], blocks, dst=buf, src=tmp, side=_side(w, v), round=level)
-        return b.build()
-
-    def rounds():
-        v = np.arange(1 << k, dtype=np.int64)
-        nb = np.full(v.shape, nbytes, dtype=np.int64)
-        for level in range(k):
-            yield RoundArrays(level, real, real[v ^ (1 << level)], nb,
-                              np.full(v.shape, level - 1, dtype=np.int64), nb.copy())
-
     virtual = p & (p - 1) != 0
     needs = OperatorNeeds(commutative=virtual, idempotent=virtual)
     return Schedule("allreduce", "butterfly_virtual", p, count, itemsize, block_bounds(count, 1), {},
-                    needs, ops)
+                    needs, RankwisePattern(p, _virtual_rank_ops(p)))

@@ -97,8 +97,8 @@ def _k(where, p, value, params):
     if _is_int(value):
         return _bounded_int(where, "k", value, 1, p, " (at most P)")
     if isinstance(value, (list, tuple)):
-        if not 1 <= len(value) <= max(1, p.bit_length()):
-            raise SpecError(f"{where}: k has {len(value)} radices, expected 1..{max(1, p.bit_length())} "
+        if len(value) > max(1, p.bit_length()):
+            raise SpecError(f"{where}: k has {len(value)} radices, expected at most {max(1, p.bit_length())} "
                             f"with product p={p}")
         return [_bounded_int(where, "k entry", x, 1, p, f" (radices with product p={p})") for x in value]
     raise SpecError(f"{where}: k={value!r}, expected an integer, a list of radices or a rule name")

@@ -218,8 +218,10 @@ class CirculantPattern:
         """The op program vectorised over ranks: rank 0's data flow, tiled."""
         rank0 = self.ops_for(0)   # dependencies by data flow, the same on every rank
         steps = self.t.steps
-        rounds = sorted({s[1] for s in steps})
-        by_round = {t: [i for i, s in enumerate(steps) if s[1] == t] for t in rounds}
+        by_round: dict[int, list[int]] = {}   # one pass: the ring has O(P) rounds and steps
+        for i, s in enumerate(steps):
+            by_round.setdefault(s[1], []).append(i)
+        rounds = sorted(by_round)
         position = {}
         for t in rounds:   # template op i -> (round, position within its round)
             for j, i in enumerate(by_round[t]):

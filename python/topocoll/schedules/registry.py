@@ -103,6 +103,7 @@ class ClosedForm:
 
     formula: str
     terms: Callable[[int, dict, int, int], CostTerms | None]
+    messages: Callable[[int, dict], int] | None = None
 
 
 _REGISTRY: dict[tuple[str, str], "AlgorithmInfo"] = {}
@@ -217,6 +218,31 @@ class AlgorithmInfo:
                 return terms
         return self.counted_cost(p, checked, nbytes, itemsize=itemsize)
 
+    def message_bound(self, p, params: dict | None = None) -> int:
+        """An upper bound on the schedule's messages, without generating it.
+
+        ``P·α`` of the closed form (α counts a rank's messages, round by
+        round) at an even vector and rank order, plus ``P`` for a final
+        gather; ``P²·packets`` where no closed form applies. Guards what
+        cannot be built: a per-rank view (:data:`.metrics.MAX_PER_RANK_MESSAGES`).
+        """
+        checked = self.check(p, params)
+        p = int(p)
+        nominal = {**self.params, **checked}
+        extra = p if nominal.get("gather_root") is not None else 0
+        for name in ("depth_order", "gather_root"):
+            if name in nominal:
+                nominal[name] = None
+        packets = nominal.get("packets", 1)
+        form = self.closed_form
+        if form is not None:
+            terms = form.terms(p, nominal, p * (1 << (p.bit_length() - 1)) * packets, 1)
+            if terms is not None:
+                return p * int(terms.alpha) + extra
+            if form.messages is not None:
+                return p * int(form.messages(p, nominal)) + extra
+        return p * p * packets + extra
+
     def counted_cost(self, p, params: dict | None = None, nbytes: int = 8, *, itemsize: int = 1) -> CostTerms:
         """The α-β-γ coefficients counted from the generated schedule's rounds."""
         checked = self.check(p, params)
@@ -297,11 +323,13 @@ def algorithm(*, collective: str, name: str, needs, params: dict | None = None, 
     return wrap
 
 
-def closed_form(collective: str, name: str, formula: str):
+def closed_form(collective: str, name: str, formula: str, *, messages=None):
     """Decorator registering ``terms(p, params, count, itemsize)`` as the
-    closed-form cost of (collective, name) (see :class:`ClosedForm`)."""
+    closed-form cost of (collective, name) (see :class:`ClosedForm`);
+    ``messages(p, params)``, where the terms do not always apply, bounds the
+    messages of one rank."""
     def wrap(terms):
-        _CLOSED_FORMS[(collective, name)] = ClosedForm(formula, terms)
+        _CLOSED_FORMS[(collective, name)] = ClosedForm(formula, terms, messages)
         return terms
     return wrap
 

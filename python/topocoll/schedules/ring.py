@@ -17,15 +17,19 @@ et al. 2016 §III-D, ``../shared/seeds/butterfly-allreduce-gaspi.txt``):
   halving starts at distance 1, so a partial result always covers a
   contiguous interval of ranks, and with the lower rank's data in front the
   result is correct for non-commutative operators.
+
+The ring is one :class:`~.pattern.Circulant` pattern (rank ``r`` runs rank
+0's steps with block ``b`` read as ``(b + r) mod P``), so its op program is
+vectorised over ranks; Rabenseifner's ranks differ and are described one rank
+at a time (:class:`~.pattern.RankwisePattern`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from .common import check_count, check_p, floor_log2
-from .ir import LEFT, RIGHT, OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
-from .pairwise import fold_plan
+from .ir import OperatorNeeds, RankBuilder, Schedule, block_bounds
+from .pairwise import fold_in, fold_out, fold_role, lower_first, survivor
+from .pattern import LOWER_FIRST, Circulant, CirculantPattern, RankwisePattern
 from .registry import algorithm
 
 PAPER_RING = ("Thakur, Rabenseifner & Gropp 2005 §4.4 ([17] in End et al. 2016 §III-D, "
@@ -56,7 +60,7 @@ def _ring_allgather_steps(c: Circulant, p: int, round0: int = 0) -> None:
         c.recv(round0 + s, 1, blocks=((-s) % p,), into=((-s - 1) % p,))
 
 
-def _ring_pattern(p: int, *phases) -> "CirculantPattern":
+def _ring_pattern(p: int, *phases) -> CirculantPattern:
     """The ring phases as one circulant template over ``P`` blocks."""
     c = Circulant(block_shift=1)
     round0 = 0
@@ -211,102 +215,46 @@ def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
 
 # ---- Rabenseifner ------------------------------------------------------------
 
-def _halving_plan(k: int):
-    """Per step of the recursive halving: ``(mask, lo_before, size_before)``
-    as arrays over the ``2^k`` butterfly ranks ``n``.
+def _rabenseifner_rank_ops(p: int):
+    """``rank_ops(rank, b)`` of Rabenseifner's allreduce: one rank's operations.
 
-    Before step ``j`` (``mask = 2^j``) rank ``n`` holds partial results of
-    blocks ``[lo, lo + size)`` with ``size = 2^(k-j)``; it keeps the lower
-    half if bit ``j`` of ``n`` is 0, else the upper half (MPICH's order), so
-    at the end rank ``n`` owns block ``bitreverse_k(n)``.
+    After the fold (:func:`~.pairwise.fold_in`) survivor ``n`` holds blocks
+    ``[lo, lo + size)`` before halving step ``j`` (``mask = 2^j``,
+    ``size = 2^(k-j)``); it keeps the lower half if bit ``j`` of ``n`` is 0,
+    else the upper half (MPICH's order), so at the end of the halving it owns
+    block ``bitreverse_k(n)``. The doubling retraces the steps backwards.
+    Block lists are ``range`` objects (O(1) memory each), so one rank's
+    ``O(log P)`` operations are built without touching any other rank.
     """
+    k = floor_log2(p)
     pof2 = 1 << k
-    n = np.arange(pof2, dtype=np.int64)
-    lo = np.zeros(pof2, dtype=np.int64)
-    size = pof2
-    for j in range(k):
-        mask = 1 << j
-        yield mask, lo.copy(), size
-        lo = lo + np.where(n & mask, size // 2, 0)
-        size //= 2
+    every = range(pof2)
+    r0 = int(p > pof2)                       # rounds taken by the fold
 
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        n, mate = fold_role(p, "neighbours", rank)
+        fold_in(b, rank, n, mate, every)
+        if n >= 0:
+            steps = []                       # (peer, lo, half, upper) per halving step
+            lo, size = 0, pof2
+            for j in range(k):
+                mask, half = 1 << j, size >> 1
+                peer = survivor(p, "neighbours", n ^ mask)
+                upper = bool(n & mask)       # this rank keeps the upper half
+                lower_half, upper_half = range(lo, lo + half), range(lo + half, lo + size)
+                send, keep = (lower_half, upper_half) if upper else (upper_half, lower_half)
+                b.send(peer, send, round=r0 + j)
+                b.recv(peer, keep, buf="tmp", round=r0 + j)
+                b.reduce(keep, src="tmp", side=lower_first(peer, rank), round=r0 + j)
+                steps.append((peer, lo, half, upper))
+                lo, size = lo + (half if upper else 0), half
+            for i, (peer, lo, half, upper) in enumerate(reversed(steps)):
+                mine, theirs = (lo + half, lo) if upper else (lo, lo + half)
+                b.send(peer, range(mine, mine + half), round=r0 + k + i)
+                b.recv(peer, range(theirs, theirs + half), round=r0 + k + i)
+        fold_out(b, n, mate, every, round=r0 + 2 * k)
 
-def _rabenseifner_ops(b: ScheduleBuilder, p: int) -> None:
-    k, survivors, folded, partners = fold_plan(p, "neighbours")
-    pof2 = 1 << k
-    every = tuple(range(pof2))
-    survivors = survivors.tolist()
-    rnd = 0
-    if folded.shape[0]:
-        for src, dst in zip(folded.tolist(), partners.tolist()):
-            b.send(src, dst, every, round=rnd)
-            b.recv(dst, src, every, buf="tmp", round=rnd)
-            b.reduce(dst, every, src="tmp", side=_side(src, dst), round=rnd)
-        rnd += 1
-    plan = list(_halving_plan(k))
-    for mask, lo, size in plan:
-        half = size // 2
-        for n, me in enumerate(survivors):
-            peer = survivors[n ^ mask]
-            first = int(lo[n])
-            upper = range(first + half, first + size)
-            lower = range(first, first + half)
-            send, keep = (lower, upper) if n & mask else (upper, lower)
-            b.send(me, peer, send, round=rnd)
-            b.recv(me, peer, keep, buf="tmp", round=rnd)
-            b.reduce(me, keep, src="tmp", side=_side(peer, me), round=rnd)
-        rnd += 1
-    for mask, lo, size in reversed(plan):
-        half = size // 2
-        for n, me in enumerate(survivors):
-            peer = survivors[n ^ mask]
-            mine = int(lo[n]) + (half if n & mask else 0)
-            theirs = int(lo[n]) + (0 if n & mask else half)
-            b.send(me, peer, range(mine, mine + half), round=rnd)
-            b.recv(me, peer, range(theirs, theirs + half), round=rnd)
-        rnd += 1
-    if folded.shape[0]:
-        for src, dst in zip(folded.tolist(), partners.tolist()):
-            b.send(dst, src, every, round=rnd)
-            b.recv(src, dst, every, round=rnd)
-
-
-def _rabenseifner_rounds(p: int, block_bytes: np.ndarray):
-    k, survivors, folded, partners = fold_plan(p, "neighbours")
-    pof2 = 1 << k
-    total = int(block_bytes.sum())
-    cum = np.concatenate(([0], np.cumsum(block_bytes))).astype(np.int64)
-    n = np.arange(pof2, dtype=np.int64)
-    q = folded.shape[0]
-    rnd = 0
-    if q:
-        nb = np.full(q, total, dtype=np.int64)
-        yield RoundArrays(0, folded, partners, nb, np.full(q, -1, dtype=np.int64), nb.copy())
-        rnd = 1
-    heard = np.zeros(p, dtype=bool)
-    heard[partners] = True
-    plan = list(_halving_plan(k))
-    for j, (mask, lo, size) in enumerate(plan):
-        half = size // 2
-        first = np.where(n & mask, lo, lo + half)          # the half sent away
-        nb = cum[first + half] - cum[first]
-        if j == 0:
-            dep = np.where(heard[survivors], 0, -1).astype(np.int64)
-        else:
-            dep = np.full(pof2, rnd - 1, dtype=np.int64)
-        yield RoundArrays(rnd, survivors, survivors[n ^ mask], nb, dep, nb.copy())
-        rnd += 1
-    for mask, lo, size in reversed(plan):
-        half = size // 2
-        first = np.where(n & mask, lo + half, lo)          # the half this rank holds
-        nb = cum[first + half] - cum[first]
-        yield RoundArrays(rnd, survivors, survivors[n ^ mask], nb, np.full(pof2, rnd - 1, dtype=np.int64),
-                          np.zeros(pof2, dtype=np.int64))
-        rnd += 1
-    if q:
-        nb = np.full(q, total, dtype=np.int64)
-        yield RoundArrays(rnd, partners, folded, nb, np.full(q, rnd - 1, dtype=np.int64),
-                          np.zeros(q, dtype=np.int64))
+    return rank_ops
 
 
 @algorithm(collective="allreduce", name="rabenseifner", params={}, needs="associative",
@@ -364,12 +312,5 @@ def rabenseifner(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     """
     p = check_p("rabenseifner", p)
     count, itemsize = check_count("rabenseifner", count, itemsize)
-    bounds = block_bounds(count, 1 << floor_log2(p))
-    block_bytes = np.diff(bounds) * itemsize
-
-    def ops():
-        b = ScheduleBuilder(p)
-        _rabenseifner_ops(b, p)
-        return b.build()
-
-    return Schedule("allreduce", "rabenseifner", p, count, itemsize, bounds, {}, OperatorNeeds(), ops)
+    return Schedule("allreduce", "rabenseifner", p, count, itemsize, block_bounds(count, 1 << floor_log2(p)), {},
+                    OperatorNeeds(), RankwisePattern(p, _rabenseifner_rank_ops(p)))

@@ -84,13 +84,13 @@ def itemsize_of(datatype) -> int:
     with ``itemsize``), or an mpi4py ``Datatype`` (its ``size``)."""
     if isinstance(datatype, numbers.Integral) and not isinstance(datatype, bool):
         size = int(datatype)
-    elif hasattr(datatype, "itemsize"):
+    elif isinstance(getattr(datatype, "itemsize", None), numbers.Integral):     # np.dtype, arrays
         size = int(datatype.itemsize)
-    elif hasattr(datatype, "size") and isinstance(datatype.size, numbers.Integral):
-        size = int(datatype.size)
+    elif isinstance(getattr(datatype, "size", None), numbers.Integral) and not isinstance(datatype, type):
+        size = int(datatype.size)                                              # mpi4py.MPI.Datatype
     else:
         try:
-            size = int(np.dtype(datatype).itemsize)
+            size = int(np.dtype(datatype).itemsize)                            # np.float64, "f8"
         except TypeError:
             raise SpecError(f"datatype {datatype!r}, expected a byte count, a NumPy dtype or an MPI "
                             "datatype") from None

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..schedules.ir import Schedule
+from ..topology import route
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,6 @@ def static_contention(schedule: Schedule, router, order=None, *, alpha: float = 
     SpecError
         More ranks than endpoints, or an order of the wrong length.
     """
-    from ..topology import route
-
     topo = router.topology
     p = schedule.p
     if order is None:
@@ -89,13 +88,14 @@ def static_contention(schedule: Schedule, router, order=None, *, alpha: float = 
     link_bytes = np.zeros(topo.n_links, dtype=np.float64)
     rounds, total = [], 0.0
     for rnd in schedule.rounds():
-        if len(rnd) == 0:
+        reduced = float(rnd.reduced_per_rank(p).max()) if len(rnd.reduce_rank) else 0.0
+        if len(rnd) == 0:   # local work only (as in metrics.report): its reductions still cost γ
+            total += gamma * reduced
             continue
         src, dst = order[rnd.src], order[rnd.dst]
         remote = src != dst
         nbytes = rnd.nbytes.astype(np.float64)
         msgs = np.bincount(rnd.src, minlength=p).max()
-        reduced = rnd.reduced_per_rank(p).max()
         wire = link_time = 0.0
         busiest, hot, congestion = 0.0, -1, 1.0
         if remote.any():

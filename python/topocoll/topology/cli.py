@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from ..argtypes import bounded_int, seed, writable_file
+from ..errors import SpecError
 from .draw import draw_svg
 from .metrics import effective_bisection_bandwidth, link_loads, load_histogram, pattern_pairs, summary
 from .order import node_order
@@ -20,6 +22,10 @@ from .routing import make_router
 from .spec import parse_topology
 
 __all__ = ["add_topo_parser", "topo_command"]
+
+#: command-line limits: ranks placed (as the schedules' largest P) and random bisections
+MAX_RANKS = 1 << 20
+MAX_BISECTIONS = 100_000
 
 
 def add_topo_parser(subparsers):
@@ -34,11 +40,13 @@ def add_topo_parser(subparsers):
                         "dor:order=zyx, adaptive, minimal, valiant, ibroute:path=DIR (family default if omitted)")
     p.add_argument("--order", default="routing",
                    help="identity, routing, random, blocked:2x2x2, hostfile:PATH, slurm:PATH (default routing)")
-    p.add_argument("--ranks", type=int, default=None, help="number of ranks (all endpoints by default)")
+    p.add_argument("--ranks", type=bounded_int(1, MAX_RANKS, what="ranks"), default=None,
+                   help="number of ranks (all endpoints by default)")
     p.add_argument("--pattern", action="append", default=[],
                    help="shift:S, random or alltoall; repeatable")
-    p.add_argument("--ebb", type=int, default=0, metavar="N", help="effective bisection bandwidth over N random bisections")
-    p.add_argument("--seed", type=int, default=0, help="seed of random orders, patterns and bisections (default 0)")
+    p.add_argument("--ebb", type=bounded_int(0, MAX_BISECTIONS, what="bisections"), default=0, metavar="N",
+                   help=f"effective bisection bandwidth over N random bisections (at most {MAX_BISECTIONS})")
+    p.add_argument("--seed", type=seed, default=0, help="seed of random orders, patterns and bisections (default 0)")
     p.add_argument("--draw", default=None, metavar="OUT.svg", help="draw the topology with the last pattern's loads")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=topo_command)
@@ -56,6 +64,8 @@ def _bw(x):
 
 def topo_command(args) -> int:
     """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
+    if args.draw:
+        writable_file("--draw", args.draw)     # before any work: a typo must not cost the run
     topo = parse_topology(args.spec)
     out = summary(topo)
     router = None
@@ -80,7 +90,10 @@ def topo_command(args) -> int:
         out["effective_bisection"] = {"mean": e.mean, "std": e.std, "bisections": e.n_bisections,
                                       "seed": e.seed, "seconds": round(time.perf_counter() - start, 3)}
     if args.draw:
-        draw_svg(topo, args.draw, loads)
+        try:
+            draw_svg(topo, args.draw, loads)
+        except OSError as exc:
+            raise SpecError(f"--draw {args.draw!r}: {exc.strerror or exc}, expected a writable file") from None
         out["drawing"] = str(args.draw)
     if args.json:
         print(json.dumps(out, default=str))

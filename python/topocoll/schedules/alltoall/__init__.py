@@ -31,10 +31,19 @@ blocks into a scratch buffer (``"fwd"``, ``"fwd0"``, …) at distinct positions,
 then sends them on; combined messages are one :class:`~.ir.Send` carrying many
 blocks. Every rank holds exactly ``p`` blocks at every stage of these
 algorithms, so scratch positions are numbered ``0 … p-1`` too (a position's
-size is then the size of any block, as :func:`~.ir.rounds_from_ops` assumes).
-The direct algorithms first copy the input into a ``"send"`` buffer (MPI's
+size is then the size of any block, as the op program's byte counts assume).
+The direct algorithms copy the input into a ``"send"`` buffer (MPI's
 separate ``sendbuf``): receiving straight into ``data`` in place would make a
 pair of ranks wait on each other under rendezvous semantics.
+
+Each generator has one description (:mod:`topocoll.schedules.pattern`), every
+view derives from it and dependencies come from the data flow alone
+(:class:`~topocoll.schedules.ir.RankBuilder`). The rank-symmetric ones — shift,
+XOR pairwise exchange and Bruck — are :class:`~topocoll.schedules.pattern.Circulant`
+templates: rank 0's operations, moved by each rank, whose op program streams
+vectorised over ranks. The others — direct (round ``j`` goes to rank ``j``
+itself), randomized, the Two Phase Schedule and the virtual mesh — build one
+rank's operations at a time (:class:`~topocoll.schedules.pattern.RankwisePattern`).
 
 References
 ----------
@@ -56,7 +65,7 @@ from .common import (
     linear_candidates, parse_shape,
 )
 from .direct import direct_alltoall, pairwise_exchange_alltoall, shift_alltoall
-from .randomized import permutation_keys, random_permutations, randomized_alltoall
+from .randomized import inverse_permutations, permutation_keys, random_permutations, randomized_alltoall
 from .bruck import BruckStep, bruck_alltoall, bruck_plan
 from .two_phase import TorusLayout, two_phase_schedule
 from .virtual_mesh import MeshLayout, resolve_mesh_dims, virtual_mesh_alltoall
@@ -74,7 +83,7 @@ ALGORITHMS = {
 __all__ = [
     "AXES", "DEFAULT_MAPPING", "PAPER", "TorusShape", "balanced_dims", "check_sizes",
     "choose_linear_dimension", "linear_candidates", "parse_shape", "direct_alltoall",
-    "pairwise_exchange_alltoall", "shift_alltoall", "permutation_keys", "random_permutations",
-    "randomized_alltoall", "BruckStep", "bruck_alltoall", "bruck_plan", "TorusLayout",
+    "pairwise_exchange_alltoall", "shift_alltoall", "inverse_permutations", "permutation_keys",
+    "random_permutations", "randomized_alltoall", "BruckStep", "bruck_alltoall", "bruck_plan", "TorusLayout",
     "two_phase_schedule", "MeshLayout", "resolve_mesh_dims", "virtual_mesh_alltoall", "ALGORITHMS",
 ]

@@ -10,14 +10,14 @@ systems", IEEE TPDS 8(11), 1997.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from ..common import ceil_log, check_p
-from ..ir import RoundArrays, Schedule, ScheduleBuilder
+from ..ir import Schedule
+from ..pattern import ADD, Circulant
 from ..registry import algorithm
-from .common import PAPER, _Rows, check_sizes, _int_param, _make
+from .common import PAPER, check_sizes, _int_param, _make
 
 
 # ---- Bruck ---------------------------------------------------------------
@@ -32,7 +32,6 @@ class BruckStep:
     digit: int
     offset: int
     positions: np.ndarray
-    dep_round: int
 
 
 def bruck_plan(p: int, k: int) -> list[BruckStep]:
@@ -49,57 +48,38 @@ def bruck_plan(p: int, k: int) -> list[BruckStep]:
         digit = (j // r ** x) % r
         for z in range(1, r):
             pos = j[digit == z]
-            if pos.size == 0:
-                continue
-            dep = -1
-            for earlier in range(x - 1, -1, -1):
-                if ((pos // r ** earlier) % r != 0).any():
-                    dep = earlier
-                    break
-            steps.append(BruckStep(x, z, z * r ** x, pos, dep))
+            if pos.size:
+                steps.append(BruckStep(x, z, z * r ** x, pos))
     return steps
 
 
-def _bruck_ops(p: int, k: int) -> list:
-    b = ScheduleBuilder(p)
-    plan = bruck_plan(p, k)
-    by_round: dict[int, list[BruckStep]] = {}
-    for step in plan:
-        by_round.setdefault(step.round, []).append(step)
-    for i in range(p):
-        # local rotation: rot[j] = data[(i + j) mod p], the block for rank i + j
-        rotated = tuple(range(1, p))
-        if rotated:
-            b.copy(i, rotated, dst="rot", src="data", src_blocks=tuple((i + j) % p for j in rotated), round=0)
-    for i in range(p):
-        for rnd in sorted(by_round):
-            steps = by_round[rnd]
-            for st in steps:
-                b.send(i, (i + st.offset) % p, tuple(st.positions.tolist()), buf="rot", round=rnd)
-            for st in steps:
-                pos = tuple(st.positions.tolist())
-                b.recv(i, (i - st.offset) % p, pos, buf="fwd", into=pos, round=rnd)
-            for st in steps:
-                pos = tuple(st.positions.tolist())
-                b.copy(i, pos, dst="rot", src="fwd", round=rnd)
-        # inverse rotation: rot[j] now holds the block of rank i − j
-        rotated = tuple(range(1, p))
-        if rotated:
-            last = plan[-1].round if plan else 0
-            b.copy(i, tuple((i - j) % p for j in rotated), dst="data", src="rot", src_blocks=rotated, round=last)
-    return b.build()
+def _bruck_template(p: int, k: int) -> Circulant:
+    """Rank 0's ops; rank ``i`` runs them moved by ``i`` (peers and block
+    labels ``+ i`` mod P).
 
-
-def _bruck_rounds(p: int, k: int, m: int) -> Iterator[RoundArrays]:
-    rows = _Rows(p)
+    Rank ``i``'s rotated position ``j`` is stored at label ``(i + j) mod P``
+    of ``"rot"`` and ``"fwd"``, so every rank runs the same ops and the
+    rotations are the relabelling itself: the first copy moves block
+    ``i + j`` of ``data`` to position ``j`` (label ``i + j``), the last moves
+    position ``j`` (label ``i + j``), the block of rank ``i − j``, to block
+    ``i − j`` of ``data``. Positions ``j`` are rank 0's labels.
+    """
+    tpl = Circulant(group=ADD, block_shift=1)
     plan = bruck_plan(p, k)
+    rotated = range(1, p)
+    if p > 1:
+        tpl.copy(0, dst="rot", src="data", blocks=rotated)
     for rnd in sorted({st.round for st in plan}):
         steps = [st for st in plan if st.round == rnd]
-        src = np.concatenate([rows.ranks] * len(steps))
-        dst = np.concatenate([(rows.ranks + st.offset) % p for st in steps])
-        nbytes = np.concatenate([np.full(p, st.positions.size * m, dtype=np.int64) for st in steps])
-        dep = np.concatenate([np.full(p, st.dep_round, dtype=np.int64) for st in steps])
-        yield RoundArrays(rnd, src, dst, nbytes, dep, np.zeros_like(src))
+        for st in steps:
+            tpl.send(rnd, st.offset, "rot", blocks=st.positions.tolist())
+        for st in steps:
+            tpl.recv(rnd, st.offset, "fwd", blocks=st.positions.tolist())
+        for st in steps:
+            tpl.copy(rnd, dst="rot", src="fwd", blocks=st.positions.tolist())
+    if p > 1:
+        tpl.copy(plan[-1].round, dst="data", src="rot", blocks=[p - j for j in rotated], src_blocks=rotated)
+    return tpl
 
 
 @algorithm(collective="alltoall", name="bruck", params={"k": 1}, needs="associative", rounds="⌈log_{k+1} P⌉",
@@ -117,6 +97,12 @@ def bruck_alltoall(p: int, *, k: int = 1, count: int | None = None, itemsize: in
        unpack them into ``rot`` (a Copy). A block travels ``j`` ranks in
        total, one digit at a time, combined with other blocks.
     3. Inverse rotation (a Copy): ``data[(i − j) mod P] = rot[j]``.
+
+    Every rank runs the same ops moved by its rank: one
+    :class:`~topocoll.schedules.pattern.Circulant` template, whose op program
+    streams vectorised with exact dependencies. Position ``j`` of rank ``i``
+    is therefore stored at label ``(i + j) mod P`` of ``"rot"`` and
+    ``"fwd"`` (the rotation is in the labels; :func:`_bruck_template`).
 
     Parameters
     ----------
@@ -147,9 +133,14 @@ def bruck_alltoall(p: int, *, k: int = 1, count: int | None = None, itemsize: in
     >>> s = bruck_alltoall(8, k=1)
     >>> [(r.round, r.dst.tolist()[:2], int(r.nbytes[0])) for r in s.rounds()]
     [(0, [1, 2], 32), (1, [2, 3], 32), (2, [4, 5], 32)]
+
+    Rank 2 of 5 rotates with its first op and unrotates with its last:
+
+    >>> ops = bruck_alltoall(5).ops_for(2)
+    >>> ops[0].src_blocks, ops[-1].blocks
+    ((3, 4, 0, 1), (1, 0, 4, 3))
     """
     p = check_p("alltoall/bruck", p)
     k = _int_param("alltoall/bruck", "k", k, minimum=1)
-    count, itemsize, m = check_sizes("alltoall/bruck", p, count, itemsize)
-    return _make("bruck", p, count, itemsize, {"k": k},
-                 lambda: _bruck_ops(p, k), lambda: _bruck_rounds(p, k, m))
+    count, itemsize, _ = check_sizes("alltoall/bruck", p, count, itemsize)
+    return _make("bruck", p, count, itemsize, {"k": k}, _bruck_template(p, k).pattern(p, p))

@@ -3,8 +3,10 @@
 ``check_sizes`` turns ``count`` into the paper's per-destination message size
 ``m = count/p · itemsize``; :class:`TorusShape`, :func:`parse_shape`,
 :func:`balanced_dims` and :func:`choose_linear_dimension` describe the X×Y×Z
-torus or mesh of Kumar & Heidelberger 2008 §4; ``_make`` and ``_stage_input``
-build the :class:`~topocoll.schedules.ir.Schedule` both views come from.
+torus or mesh of Kumar & Heidelberger 2008 §4; ``_make`` wraps a generator's
+one pattern (:mod:`topocoll.schedules.pattern`) as its
+:class:`~topocoll.schedules.ir.Schedule`, and ``_stage_input`` records one
+rank's copy of its outgoing blocks into ``"send"``.
 
 References
 ----------
@@ -18,13 +20,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ...errors import SpecError
 from ..common import check_count
-from ..ir import OperatorNeeds, RoundArrays, Schedule, ScheduleBuilder, block_bounds
+from ..ir import OperatorNeeds, RankBuilder, Schedule, block_bounds
 
 
 PAPER = "Kumar & Heidelberger 2008 (alltoall-blue-gene-torus)"
@@ -154,42 +156,18 @@ def choose_linear_dimension(sizes: Sequence[int]) -> int:
     return max(pool, key=lambda i: (sizes[i], -i))
 
 
-# ---- shared pieces of both views -------------------------------------------
+# ---- shared pieces of every generator ----------------------------------------
 
-def _make(name: str, p: int, count: int, itemsize: int, params: dict,
-          ops: Callable[[], list], rounds: Callable[[], Iterator[RoundArrays]]) -> Schedule:
-    return Schedule("alltoall", name, p, count, itemsize, block_bounds(count, p), params,
-                    OperatorNeeds(), ops)
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
+def _make(name: str, p: int, count: int, itemsize: int, params: dict, pattern, *,
+          nblocks: int | None = None) -> Schedule:
+    """The schedule of one all-to-all generator: ``nblocks`` (default ``p``)
+    equal blocks, every view derived from ``pattern``."""
+    return Schedule("alltoall", name, p, count, itemsize, block_bounds(count, p if nblocks is None else nblocks),
+                    params, OperatorNeeds(), pattern)
 
 
-class _Rows:
-    """Constant arrays reused by every round of a vectorised view."""
-
-    def __init__(self, p: int):
-        self.ranks = _frozen(np.arange(p, dtype=np.int64))
-        self.minus = _frozen(np.full(p, -1, dtype=np.int64))
-        self.zeros = _frozen(np.zeros(p, dtype=np.int64))
-        self._full: dict[int, np.ndarray] = {}
-
-    def full(self, value: int) -> np.ndarray:
-        if value not in self._full:
-            self._full[value] = _frozen(np.full(self.ranks.shape[0], value, dtype=np.int64))
-        return self._full[value]
-
-    def round(self, rnd: int, dst: np.ndarray, nbytes: int, dep: int) -> RoundArrays:
-        """All ranks send one message of ``nbytes`` to ``dst``."""
-        dep_arr = self.minus if dep < 0 else self.full(dep)
-        return RoundArrays(rnd, self.ranks, dst, self.full(nbytes), dep_arr, self.zeros)
-
-
-def _stage_input(b: ScheduleBuilder, p: int) -> None:
-    """Copy every rank's outgoing blocks into ``"send"`` (MPI's sendbuf)."""
-    for i in range(p):
-        others = tuple(j for j in range(p) if j != i)
-        if others:
-            b.copy(i, others, dst="send", src="data", round=0)
+def _stage_input(b: RankBuilder, rank: int, p: int) -> None:
+    """Copy rank ``rank``'s outgoing blocks into ``"send"`` (MPI's sendbuf)."""
+    others = tuple(j for j in range(p) if j != rank)
+    if others:
+        b.copy(others, dst="send", src="data", round=0)

@@ -18,55 +18,66 @@ InfiniBand Fat-Trees", EGPGV 2012, §2.1.4
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
-
-import numpy as np
-
 from ...errors import SpecError
 from ..common import check_p
-from ..ir import RoundArrays, Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
+from ..pattern import ADD, XOR, Circulant, RankwisePattern
 from ..registry import algorithm
-from .common import PAPER, _Rows, check_sizes, _make, _stage_input
+from .common import PAPER, check_sizes, _make, _stage_input
 
 
 # ---- direct algorithms: one message per (source, destination) ---------------
 
-def _direct_ops(p: int, nrounds: int, dst_of_round: Callable[[int], np.ndarray]) -> list:
-    """Per-rank ops of a direct schedule; ``dst_of_round(t)[i]`` is the rank
-    ``i`` sends its block to in round ``t`` (``-1``: none)."""
-    b = ScheduleBuilder(p)
-    _stage_input(b, p)
-    events: list[list[tuple[int, int, int]]] = [[] for _ in range(p)]
-    for t in range(nrounds):
-        for i, d in enumerate(dst_of_round(t).tolist()):
-            if d >= 0:
-                events[i].append((t, 0, d))
-                events[d].append((t, 1, i))
-    for rank, evs in enumerate(events):
-        for t, kind, peer in sorted(evs):
-            if kind == 0:
-                b.send(rank, peer, (peer,), buf="send", round=t)
-            else:
-                b.recv(rank, peer, (rank,), buf="data", into=(peer,), round=t)
-    return b.build()
+def _direct_rank_ops(p: int):
+    """Rank ``i`` of the direct order: stage its outgoing blocks, then in
+    round ``t ≠ i`` send block ``t`` to rank ``t``; in round ``i`` receive
+    block ``i`` of every other rank, lowest first, into its position.
+
+    Not circulant: the destination of round ``t`` is rank ``t`` itself, not
+    an offset of the sender, so each rank's ops are built on their own.
+    """
+    def rank_ops(i: int, b: RankBuilder) -> None:
+        _stage_input(b, i, p)
+        for t in range(p):
+            if t != i:
+                b.send(t, (t,), buf="send", round=t)
+                continue
+            for peer in range(p):
+                if peer != i:
+                    b.recv(peer, (i,), buf="data", into=(peer,), round=t)
+    return rank_ops
 
 
-def _direct_rounds(p: int, m: int, nrounds: int, dst_of_round) -> Iterator[RoundArrays]:
-    rows = _Rows(p)
-    for t in range(nrounds):
-        dst = dst_of_round(t)
-        if (dst < 0).any():
-            keep = dst >= 0
-            n = int(keep.sum())
-            yield RoundArrays(t, rows.ranks[keep], dst[keep], rows.full(m)[:n], rows.minus[:n], rows.zeros[:n])
-        else:
-            yield rows.round(t, dst, m, -1)
+def _shift_template(p: int) -> Circulant:
+    """Rank 0's ops of the shift order; rank ``i`` runs them moved by ``i``
+    (peers and blocks ``+ i`` mod P): stage every block but its own into
+    ``"send"``, then in round ``S − 1`` send block ``i + S`` to rank ``i + S``
+    and receive block ``i`` of rank ``i − S`` into position ``i − S``."""
+    tpl = Circulant(group=ADD, block_shift=1)
+    if p > 1:
+        tpl.copy(0, dst="send", src="data", blocks=range(1, p))
+    for s in range(1, p):
+        tpl.send(s - 1, s, "send", blocks=(s,))
+        tpl.recv(s - 1, s, "data", blocks=(s,), into=(p - s,))
+    return tpl
 
 
-def _direct_schedule(name, p, count, itemsize, m, params, nrounds, dst_of_round) -> Schedule:
-    return _make(name, p, count, itemsize, params,
-                 lambda: _direct_ops(p, nrounds, dst_of_round),
-                 lambda: _direct_rounds(p, m, nrounds, dst_of_round))
+def _xor_template(p: int) -> Circulant:
+    """Rank 0's ops of the XOR pairing; rank ``i`` runs them moved by
+    ``i XOR ·`` (peers and blocks): in round ``S − 1`` stage block ``i ⊕ S``
+    into ``"send"``, send it to rank ``i ⊕ S`` and receive that rank's block
+    ``i`` into position ``i ⊕ S``.
+
+    Each block is staged in the round that sends it: the XOR image of a
+    block range is no range, so one staging copy of ``P − 1`` blocks would be
+    ``P − 1`` runs on every rank of the op program (``P²`` in all).
+    """
+    tpl = Circulant(group=XOR, block_shift=1)
+    for s in range(1, p):
+        tpl.copy(s - 1, dst="send", src="data", blocks=(s,))
+        tpl.send(s - 1, s, "send", blocks=(s,))
+        tpl.recv(s - 1, s, "data", blocks=(s,), into=(s,))
+    return tpl
 
 
 @algorithm(collective="alltoall", name="direct", params={}, needs="associative", rounds="P",
@@ -100,6 +111,8 @@ def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> S
     -----
     Crossbar α-β cost (:func:`.alltoall_cost.crossbar_cost`): ``P·α +
     P(P−1)·m·β``: the receiver of each round serialises ``P−1`` messages.
+    The ranks differ (round ``t``'s destination is rank ``t`` itself), so the
+    pattern is rank-wise: ``ops_for(rank)`` costs that rank's ``O(P)`` ops.
     On a torus the paper's direct model is eq. 3, ``T = P·α +
     P·(M/8)·(m+h)·β`` (:func:`.alltoall_cost.direct_torus_time`).
 
@@ -116,14 +129,8 @@ def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> S
     ('noncommutative', 5, '5·α + 160·β + 0·γ')
     """
     p = check_p("alltoall/direct", p)
-    count, itemsize, m = check_sizes("alltoall/direct", p, count, itemsize)
-
-    def dst_of_round(j):
-        dst = np.full(p, j, dtype=np.int64)
-        dst[j] = -1
-        return dst
-
-    return _direct_schedule("direct", p, count, itemsize, m, {}, p if p > 1 else 0, dst_of_round)
+    count, itemsize, _ = check_sizes("alltoall/direct", p, count, itemsize)
+    return _make("direct", p, count, itemsize, {}, RankwisePattern(p, _direct_rank_ops(p)))
 
 
 @algorithm(collective="alltoall", name="shift", params={}, needs="associative", rounds="P−1",
@@ -147,9 +154,12 @@ def shift_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> Sc
 
     Notes
     -----
-    Crossbar cost ``(P−1)(α + m·β)``; the array view streams ``P − 1`` rounds
-    of ``P`` transfers without building per-rank objects (P = 20,480: 419
-    million transfers, ``benchmarks/bench_alltoall.py``).
+    Crossbar cost ``(P−1)(α + m·β)``. The schedule is one
+    :class:`~topocoll.schedules.pattern.Circulant` template (rank 0's ops,
+    moved by each rank), so the op program streams its ``P − 1`` rounds of
+    ``P`` transfers vectorised, with exact dependencies and no per-rank
+    objects (P = 20,480: 419 million transfers,
+    ``benchmarks/bench_alltoall.py``).
 
     References
     ----------
@@ -162,10 +172,8 @@ def shift_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> Sc
     [(0, [1, 2, 3, 0]), (1, [2, 3, 0, 1]), (2, [3, 0, 1, 2])]
     """
     p = check_p("alltoall/shift", p)
-    count, itemsize, m = check_sizes("alltoall/shift", p, count, itemsize)
-    ranks = np.arange(p, dtype=np.int64)
-    return _direct_schedule("shift", p, count, itemsize, m, {}, p - 1,
-                            lambda t: (ranks + t + 1) % p)
+    count, itemsize, _ = check_sizes("alltoall/shift", p, count, itemsize)
+    return _make("shift", p, count, itemsize, {}, _shift_template(p).pattern(p, p))
 
 
 def _is_power_of_two(p: int) -> bool:
@@ -194,7 +202,11 @@ def pairwise_exchange_alltoall(p: int, *, count: int | None = None, itemsize: in
 
     Notes
     -----
-    Crossbar cost ``(P−1)(α + m·β)``, as the shift.
+    Crossbar cost ``(P−1)(α + m·β)``, as the shift. One
+    :class:`~topocoll.schedules.pattern.Circulant` template over the XOR
+    group; each block is copied into ``"send"`` in the round that sends it
+    (not all at once, as the shift does), so every op of the streamed op
+    program covers one block.
 
     Examples
     --------
@@ -204,7 +216,5 @@ def pairwise_exchange_alltoall(p: int, *, count: int | None = None, itemsize: in
     p = check_p("alltoall/pairwise_exchange", p)
     if not _is_power_of_two(p):
         raise SpecError(f"alltoall/pairwise_exchange: p={p}, expected a power of two")
-    count, itemsize, m = check_sizes("alltoall/pairwise_exchange", p, count, itemsize)
-    ranks = np.arange(p, dtype=np.int64)
-    return _direct_schedule("pairwise_exchange", p, count, itemsize, m, {}, p - 1,
-                            lambda t: ranks ^ (t + 1))
+    count, itemsize, _ = check_sizes("alltoall/pairwise_exchange", p, count, itemsize)
+    return _make("pairwise_exchange", p, count, itemsize, {}, _xor_template(p).pattern(p, p))

@@ -17,9 +17,10 @@ import numpy as np
 
 from ...errors import SpecError
 from ..common import check_p
-from ..ir import OperatorNeeds, Schedule, ScheduleBuilder, block_bounds
+from ..ir import RankBuilder, Schedule
+from ..pattern import RankwisePattern
 from ..registry import algorithm
-from .common import PAPER, _Rows, check_sizes, _int_param
+from .common import PAPER, check_sizes, _int_param, _make
 
 
 # ---- randomized order: a seeded pseudo-random permutation per rank -----------
@@ -50,23 +51,109 @@ def _scramble(x: np.ndarray, keys: np.ndarray, bits: int) -> np.ndarray:
     return x
 
 
-def random_permutations(keys: np.ndarray, t: int, n: int) -> np.ndarray:
-    """Position ``t`` of one pseudo-random permutation of ``0 … n-1`` per column
-    of ``keys`` (:func:`permutation_keys`): a keyed bijection of the next
-    power of two, restricted to ``[0, n)`` by cycle walking.
+def _unscramble(x: np.ndarray, keys: np.ndarray, bits: int) -> np.ndarray:
+    """The inverse of :func:`_scramble`: its rounds undone in reverse order.
 
-    Each rank's permutation is evaluated one position at a time, so a round
-    of the randomized all-to-all costs O(P) time and memory for every P (no
-    P × P table).
+    The xor-shift by more than half the width is its own inverse, and an odd
+    multiplier ``a`` has an inverse mod ``2**64`` (Newton: ``y ← y(2 − a·y)``
+    doubles the correct low bits, from 3 for ``y = a``).
     """
-    bits = max(1, (n - 1).bit_length())
-    x = _scramble(np.full(keys.shape[1], t, dtype=np.uint64), keys, bits)
+    mask = (1 << bits) - 1
+    shift = bits // 2 + 1
+    x = x.copy()
+    two = np.uint64(2)
+    for j in range(keys.shape[0] - 2, -1, -2):
+        a = keys[j + 1]
+        inverse = a.copy()
+        for _ in range(5):
+            inverse *= two - a * inverse
+        x ^= x >> shift
+        x *= inverse
+        x -= keys[j]
+        x &= mask
+    return x
+
+
+def _walk(x: np.ndarray, keys: np.ndarray, bits: int, n: int, step) -> np.ndarray:
+    """Apply ``step`` to every entry of ``x`` until it lies in ``[0, n)``
+    (cycle walking: a bijection of ``[0, 2**bits)`` restricted to ``[0, n)``)."""
+    x = step(x, keys, bits)
     walking = np.flatnonzero(x >= n)
     while walking.size:
-        y = _scramble(x[walking], keys[:, walking], bits)
+        y = step(x[walking], keys[:, walking], bits)
         x[walking] = y
         walking = walking[y >= n]
     return x.astype(np.int64)
+
+
+def _positions(keys: np.ndarray, t) -> np.ndarray:
+    """``t`` (a scalar or one value per column of ``keys``) as uint64 entries."""
+    return np.broadcast_to(np.asarray(t, dtype=np.uint64), (keys.shape[1],)).copy()
+
+
+def random_permutations(keys: np.ndarray, t, n: int) -> np.ndarray:
+    """Position ``t`` of one pseudo-random permutation ``π`` of ``0 … n-1`` per
+    column of ``keys`` (:func:`permutation_keys`): a keyed bijection of the
+    next power of two, restricted to ``[0, n)`` by cycle walking.
+
+    ``t`` is one position for every column or one per column. Each
+    permutation is evaluated one position at a time, so a round of the
+    randomized all-to-all costs O(P) time and memory for every P (no P × P
+    table).
+    """
+    return _walk(_positions(keys, t), keys, max(1, (n - 1).bit_length()), n, _scramble)
+
+
+def inverse_permutations(keys: np.ndarray, value, n: int) -> np.ndarray:
+    """The position ``t`` at which each column's permutation of
+    :func:`random_permutations` takes ``value`` (one for every column or one
+    per column): ``π^{-1}(value)``, by walking the cycle backwards.
+
+    Examples
+    --------
+    >>> keys = permutation_keys(5, seed=2)
+    >>> pi = random_permutations(keys, 3, 7)
+    >>> inverse_permutations(keys, pi, 7).tolist()
+    [3, 3, 3, 3, 3]
+    """
+    return _walk(_positions(keys, value), keys, max(1, (n - 1).bit_length()), n, _unscramble)
+
+
+def _randomized_rank_ops(p: int, keys: np.ndarray, packets: int, burst: int):
+    """Rank ``j`` of the randomized order: stage every packet but its own into
+    ``"send"``; in round ``q·(P−1) + t`` of pass ``q`` send packets
+    ``q·burst …`` to ``j + 1 + π_j(t)`` and receive the same packets of every
+    rank ``i`` whose ``π_i`` reaches ``j`` at ``t``, lowest rank first.
+
+    Those senders are found by inverting each ``π_i`` at ``j − i − 1``, so one
+    rank's ops cost O(P), not the O(P²) of evaluating every permutation.
+    """
+    passes = -(-packets // burst)
+
+    def rank_ops(j: int, b: RankBuilder) -> None:
+        others = tuple(d * packets + x for d in range(p) if d != j for x in range(packets))
+        if others:
+            b.copy(others, dst="send", src="data", round=0)
+        if p == 1:
+            return
+        mine = np.broadcast_to(keys[:, j:j + 1], (keys.shape[0], p - 1))
+        dst = ((j + 1 + random_permutations(mine, np.arange(p - 1), p - 1)) % p).tolist()
+        senders = np.delete(np.arange(p, dtype=np.int64), j)
+        when = inverse_permutations(keys[:, senders], (j - senders - 1) % p, p - 1)
+        order = np.lexsort((senders, when))
+        arrivals = list(zip(when[order].tolist(), senders[order].tolist()))
+        for q in range(passes):
+            segs = range(q * burst, min(packets, (q + 1) * burst))
+            k = 0
+            for t in range(p - 1):
+                rnd = q * (p - 1) + t
+                b.send(dst[t], [dst[t] * packets + x for x in segs], buf="send", round=rnd)
+                while k < len(arrivals) and arrivals[k][0] == t:
+                    i = arrivals[k][1]
+                    b.recv(i, [j * packets + x for x in segs], buf="data", into=[i * packets + x for x in segs],
+                           round=rnd)
+                    k += 1
+    return rank_ops
 
 
 @algorithm(collective="alltoall", name="randomized", params={"seed": 0, "packets": 1, "burst": None},
@@ -108,6 +195,8 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     the number of messages rank ``j`` receives in round ``t``: at least
     ``(P−1)(α + m·β)``; the expected largest load grows like ``ln P / ln ln P``
     (balls into bins): 7.0 times the shift's β term at P = 20,480, seed 0.
+    Every rank's order is its own, so the pattern is rank-wise; one rank's
+    ops cost O(P) (:func:`inverse_permutations` finds its senders).
 
     References
     ----------
@@ -129,50 +218,10 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     seed = _int_param(where, "seed", seed, minimum=0)
     packets = _int_param(where, "packets", packets, minimum=1)
     burst = packets if burst is None else _int_param(where, "burst", burst, minimum=1)
-    count, itemsize, m = check_sizes(where, p, p * packets if count is None else count, itemsize)
+    count, itemsize, _ = check_sizes(where, p, p * packets if count is None else count, itemsize)
     if count % (p * packets):
         raise SpecError(f"{where}: count={count} is not a multiple of p·packets={p * packets}, "
                         "expected equal packets")
-    keys = permutation_keys(p, seed)
-    ranks = np.arange(p, dtype=np.int64)
-    passes = -(-packets // burst)
-    packet_bytes = m // packets
-
-    def dst_of_round(t):
-        return (ranks + 1 + random_permutations(keys, t, p - 1)) % p
-
-    def packets_of_pass(q):
-        return range(q * burst, min(packets, (q + 1) * burst))
-
-    def ops():
-        b = ScheduleBuilder(p)
-        for i in range(p):
-            others = tuple(d * packets + j for d in range(p) if d != i for j in range(packets))
-            if others:
-                b.copy(i, others, dst="send", src="data", round=0)
-        events: list[list[tuple[int, int, int, int]]] = [[] for _ in range(p)]
-        for q in range(passes):
-            for t in range(p - 1):
-                rnd = q * (p - 1) + t
-                for i, d in enumerate(dst_of_round(t).tolist()):
-                    events[i].append((rnd, 0, d, q))
-                    events[d].append((rnd, 1, i, q))
-        for rank, evs in enumerate(events):
-            for rnd, kind, peer, q in sorted(evs):
-                segs = packets_of_pass(q)
-                if kind == 0:
-                    b.send(rank, peer, [peer * packets + j for j in segs], buf="send", round=rnd)
-                else:
-                    b.recv(rank, peer, [rank * packets + j for j in segs], buf="data",
-                           into=[peer * packets + j for j in segs], round=rnd)
-        return b.build()
-
-    def rounds():
-        rows = _Rows(p)
-        for q in range(passes):
-            nbytes = len(packets_of_pass(q)) * packet_bytes
-            for t in range(p - 1):
-                yield rows.round(q * (p - 1) + t, dst_of_round(t), nbytes, -1)
-
-    return Schedule("alltoall", "randomized", p, count, itemsize, block_bounds(count, p * packets),
-                    {"seed": seed, "packets": packets, "burst": burst}, OperatorNeeds(), ops)
+    pattern = RankwisePattern(p, _randomized_rank_ops(p, permutation_keys(p, seed), packets, burst))
+    return _make("randomized", p, count, itemsize, {"seed": seed, "packets": packets, "burst": burst}, pattern,
+                 nblocks=p * packets)

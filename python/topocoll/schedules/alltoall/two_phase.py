@@ -12,16 +12,15 @@ Report, 2008 (``../shared/seeds/alltoall-blue-gene-torus.txt``).
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import numpy as np
 
 from ...errors import SpecError
 from ..common import check_p
-from ..ir import RoundArrays, Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
+from ..pattern import RankwisePattern
 from ..registry import algorithm
 from .common import (
-    AXES, DEFAULT_MAPPING, PAPER, _Rows, TorusShape, balanced_dims, check_sizes, choose_linear_dimension,
+    AXES, DEFAULT_MAPPING, PAPER, TorusShape, balanced_dims, check_sizes, choose_linear_dimension,
     _make, parse_shape, _stage_input,
 )
 
@@ -33,7 +32,8 @@ class TorusLayout:
 
     ``coords[r]`` are rank ``r``'s coordinates; the *linear* axis has size
     ``L`` and line coordinate ``a[r]``; the other axes form a plane of ``Q =
-    P/L`` nodes with index ``q[r]`` (first planar axis fastest).
+    P/L`` nodes with index ``q[r]`` (first planar axis fastest);
+    ``members[a, q]`` is the rank at line coordinate ``a`` and plane index ``q``.
     """
 
     def __init__(self, shape: TorusShape, linear: int, mapping):
@@ -54,7 +54,8 @@ class TorusLayout:
         self.a = self.coords[:, linear].copy()
         self.q = (self.coords[:, self.plane_axes] * self.plane_strides).sum(axis=1) \
             if self.plane_axes else np.zeros(p, dtype=np.int64)
-        self._terms: list[np.ndarray] | None = None
+        self.members = np.empty((self.L, self.Q), dtype=np.int64)
+        self.members[self.a, self.q] = np.arange(p, dtype=np.int64)
 
     def plane_offset(self, u: int) -> np.ndarray:
         """Translation vector (all axes) of planar offset index ``u``."""
@@ -68,18 +69,9 @@ class TorusLayout:
         vec[self.linear] = r
         return vec
 
-    def translate(self, delta: np.ndarray) -> np.ndarray:
-        """Rank at ``coords[r] + delta`` (mod the sizes) for every rank ``r``."""
-        if self._terms is None:
-            # terms[j][δ] = ((coords[:, j] + δ) mod n_j)·stride_j: a translation
-            # is then d − 1 additions and one gather per round
-            self._terms = [((self.coords[:, j][None, :] + np.arange(n, dtype=np.int64)[:, None]) % n) * stride
-                           for j, (n, stride) in enumerate(zip(self.sizes.tolist(), self.node_strides.tolist()))]
-        node = None
-        for j, terms in enumerate(self._terms):
-            part = terms[int(delta[j]) % terms.shape[0]]
-            node = part if node is None else node + part
-        return self.node_rank[node]
+    def move(self, rank: int, delta: np.ndarray) -> int:
+        """The rank at ``coords[rank] + delta`` (mod the sizes)."""
+        return int(self.node_rank[int((((self.coords[rank] + delta) % self.sizes) * self.node_strides).sum())])
 
 
 def _rank_nodes(shape: TorusShape, mapping) -> np.ndarray:
@@ -123,94 +115,56 @@ def _two_phase_layout(p: int, shape, linear, mapping) -> TorusLayout:
     return TorusLayout(parsed, axis, mapping)
 
 
-def _tps_round_phase1(lay: TorusLayout, r: int) -> int:
-    """Round of the phase-1 message along line offset ``r`` (1 ≤ r < L)."""
-    return (r - 1) * (lay.Q - 1) if lay.Q > 1 else r - 1
+def _two_phase_rank_ops(lay: TorusLayout):
+    """Rank ``c``'s ops, slot by slot (§4.1).
 
-
-def _tps_round_phase2(lay: TorusLayout, r: int, u: int) -> int:
-    """Round in which data from line offset ``r`` goes to planar offset ``u``."""
-    return r * (lay.Q - 1) + u - 1
-
-
-def _two_phase_ops(lay: TorusLayout) -> list:
+    Slot ``r = 0 … L−1`` has ``max(Q − 1, 1)`` rounds. In its first round
+    ``c`` sends its phase-1 message along line offset ``r + 1`` (its blocks
+    for the plane at line ``a + r + 1``) and receives the one from line
+    offset ``−(r + 1)`` into ``"fwd"``, copying its own block to ``data``; in
+    round ``u`` (``1 ≤ u < Q``) it forwards to planar offset ``u`` the block
+    that came from line offset ``−r`` (its own block when ``r = 0``) and
+    receives the block planar offset ``−u`` forwards. Dependencies come from
+    the data flow, so a forward waits only for the phase-1 receive that
+    brought its block: the two phases pipeline.
+    """
     p, L, Q = lay.p, lay.L, lay.Q
-    b = ScheduleBuilder(p)
-    _stage_input(b, p)
-    line_to = [lay.translate(lay.line_offset(r)) for r in range(L)]
-    plane_to = [lay.translate(lay.plane_offset(u)) for u in range(Q)]
-    plane_from = [lay.translate(-lay.plane_offset(u)) for u in range(Q)]
-    # members[a][q]: rank at line coordinate a, plane index q
-    members = np.empty((L, Q), dtype=np.int64)
-    members[lay.a, lay.q] = np.arange(p)
-    a_of, q_of = lay.a.tolist(), lay.q.tolist()
-    for c in range(p):
-        a, q = a_of[c], q_of[c]
-        events = []   # (round, order, callable)
-        for r in range(1, L):
-            rnd = _tps_round_phase1(lay, r)
-            t = int(line_to[r][c])                   # intermediate at line a + r
-            s = int(line_to[(L - r) % L][c])         # source at line a − r
-            a_t, a_s = (a + r) % L, (a - r) % L
-            out_blocks = tuple(int(x) for x in members[a_t])       # destinations (a + r, ·)
-            in_blocks = tuple(int(x) for x in members[a])          # as s names them
-            into = tuple(a_s * Q + qq for qq in range(Q))
-            events.append((rnd, 0, "send1", (t, out_blocks)))
-            events.append((rnd, 2, "recv1", (s, in_blocks, into, a_s * Q + q)))
-        for r in range(L):
-            a_s = (a - r) % L
-            for u in range(1, Q):
-                rnd = _tps_round_phase2(lay, r, u)
-                d = int(plane_to[u][c])
-                frm = int(plane_from[u][c])
-                q_d, q_frm = q_of[d], q_of[frm]
-                if r == 0:
-                    out = ("send", d)
-                    named = c                                       # frm's send[c]
-                else:
-                    out = ("fwd", a_s * Q + q_d)
-                    named = a_s * Q + q                             # frm's fwd[a_s·Q + q]
-                source = int(members[a_s, q_frm])
-                events.append((rnd, 1, "send2", (d, out)))
-                events.append((rnd, 3, "recv2", (frm, named, source)))
-        events.sort(key=lambda e: (e[0], e[1]))
-        for rnd, _, kind, args in events:
-            if kind == "send1":
-                t, blocks = args
-                b.send(c, t, blocks, buf="send", round=rnd)
-            elif kind == "recv1":
-                s, blocks, into, own = args
-                b.recv(c, s, blocks, buf="fwd", into=into, round=rnd)
-                b.copy(c, (s,), dst="data", src="fwd", src_blocks=(own,), round=rnd)
-            elif kind == "send2":
-                d, (buf, pos) = args
-                b.send(c, d, (pos,), buf=buf, round=rnd)
-            else:
-                frm, named, source = args
-                b.recv(c, frm, (named,), buf="data", into=(source,), round=rnd)
-    return b.build()
+    per_slot = max(Q - 1, 1)
+    line = [lay.line_offset(r) for r in range(L)]
+    plane = [lay.plane_offset(u) for u in range(Q)]
+    members, q_of = lay.members, lay.q
 
-
-def _two_phase_rounds(lay: TorusLayout, m: int) -> Iterator[RoundArrays]:
-    p, L, Q = lay.p, lay.L, lay.Q
-    rows = _Rows(p)
-    if Q == 1:
-        for r in range(1, L):
-            yield rows.round(_tps_round_phase1(lay, r), lay.translate(lay.line_offset(r)), Q * m, -1)
-        return
-    for r in range(L):
-        dep = _tps_round_phase1(lay, r) if r >= 1 else -1
-        for u in range(1, Q):
-            rnd = _tps_round_phase2(lay, r, u)
-            dst2 = lay.translate(lay.plane_offset(u))
-            if u == 1 and r + 1 < L:
-                dst1 = lay.translate(lay.line_offset(r + 1))
-                yield RoundArrays(rnd, np.concatenate((rows.ranks, rows.ranks)), np.concatenate((dst1, dst2)),
-                                  np.concatenate((rows.full(Q * m), rows.full(m))),
-                                  np.concatenate((rows.minus, rows.full(dep) if dep >= 0 else rows.minus)),
-                                  np.concatenate((rows.zeros, rows.zeros)))
-            else:
-                yield rows.round(rnd, dst2, m, dep)
+    def rank_ops(c: int, b: RankBuilder) -> None:
+        _stage_input(b, c, p)
+        a, q = int(lay.a[c]), int(q_of[c])
+        to_plane = [lay.move(c, plane[u]) for u in range(Q)]
+        from_plane = [lay.move(c, -plane[u]) for u in range(Q)]
+        for slot in range(L):
+            a_s = (a - slot) % L                       # line of the sources forwarded in this slot
+            if slot + 1 < L:                           # the phase-1 message along offset slot + 1
+                r = slot + 1
+                a_from = (a - r) % L
+                line_to, line_from = lay.move(c, line[r]), lay.move(c, line[L - r])
+            for u in range(1, max(Q, 2)):
+                rnd = slot * per_slot + u - 1
+                phase1 = u == 1 and slot + 1 < L
+                if phase1:
+                    b.send(line_to, tuple(members[(a + r) % L].tolist()), buf="send", round=rnd)
+                if u < Q:
+                    d = to_plane[u]
+                    if slot == 0:
+                        b.send(d, (d,), buf="send", round=rnd)
+                    else:
+                        b.send(d, (a_s * Q + int(q_of[d]),), buf="fwd", round=rnd)
+                if phase1:
+                    b.recv(line_from, tuple(members[a].tolist()), buf="fwd",
+                           into=tuple(a_from * Q + qq for qq in range(Q)), round=rnd)
+                    b.copy((line_from,), dst="data", src="fwd", src_blocks=(a_from * Q + q,), round=rnd)
+                if u < Q:
+                    frm = from_plane[u]
+                    named = c if slot == 0 else a_s * Q + q     # frm's send[c] or fwd[a_s·Q + q]
+                    b.recv(frm, (named,), buf="data", into=(int(members[a_s, q_of[frm]]),), round=rnd)
+    return rank_ops
 
 
 @algorithm(collective="alltoall", name="two_phase_schedule",
@@ -280,9 +234,8 @@ def two_phase_schedule(p: int, *, shape=None, linear=None, mapping=DEFAULT_MAPPI
     'noncommutative'
     """
     p = check_p("alltoall/two_phase_schedule", p)
-    count, itemsize, m = check_sizes("alltoall/two_phase_schedule", p, count, itemsize)
+    count, itemsize, _ = check_sizes("alltoall/two_phase_schedule", p, count, itemsize)
     lay = _two_phase_layout(p, shape, linear, mapping)
     params = {"shape": str(lay.shape), "linear": AXES[lay.linear],
               "mapping": mapping if isinstance(mapping, str) else tuple(int(x) for x in lay.rank_node)}
-    return _make("two_phase_schedule", p, count, itemsize, params,
-                 lambda: _two_phase_ops(lay), lambda: _two_phase_rounds(lay, m))
+    return _make("two_phase_schedule", p, count, itemsize, params, RankwisePattern(p, _two_phase_rank_ops(lay)))

@@ -12,17 +12,19 @@ Report, 2008 (``../shared/seeds/alltoall-blue-gene-torus.txt``).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ...errors import SpecError
 from ..common import check_p
-from ..ir import RoundArrays, Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
+from ..pattern import RankwisePattern
 from ..registry import algorithm
-from .common import PAPER, _Rows, balanced_dims, check_sizes, _int_param, _make, _stage_input
+from .common import PAPER, balanced_dims, check_sizes, _int_param, _make, _stage_input
 
 
 # ---- virtual mesh (§4.2) and its d-dimensional generalisation --------------------
@@ -42,71 +44,50 @@ class MeshLayout:
         self.dims = tuple(int(n) for n in dims)
         self.p = math.prod(self.dims)
         self.strides = tuple(int(s) for s in np.cumprod((1,) + self.dims[:-1]))
-        ranks = np.arange(self.p, dtype=np.int64)
-        self.coords = np.stack([(ranks // s) % n for s, n in zip(self.strides, self.dims)], axis=1) \
-            if self.dims else np.zeros((self.p, 0), dtype=np.int64)
         self.phases = [k for k, n in enumerate(self.dims) if n > 1]
+        self.with_coordinate = functools.lru_cache(maxsize=None)(self._with_coordinate)
 
-    def with_coordinate(self, k: int, value: int) -> np.ndarray:
+    def coordinate(self, rank: int, k: int) -> int:
+        return rank // self.strides[k] % self.dims[k]
+
+    def _with_coordinate(self, k: int, value: int) -> tuple[int, ...]:
         """Positions whose coordinate ``k`` is ``value``, the others in
         increasing order (the same order on sender and receiver)."""
         others = np.arange(self.p, dtype=np.int64)
         others = others[(others // self.strides[k]) % self.dims[k] == 0]
-        return others + value * self.strides[k]
-
-    def shifted(self, k: int, u: int) -> np.ndarray:
-        """For every rank, the rank ``u`` ahead in dimension ``k`` (cyclic)."""
-        c = self.coords[:, k]
-        return np.arange(self.p, dtype=np.int64) + ((c + u) % self.dims[k] - c) * self.strides[k]
+        return tuple((others + value * self.strides[k]).tolist())
 
 
-def _mesh_round_bases(lay: MeshLayout) -> list[int]:
-    bases, rnd = [], 0
-    for k in lay.phases:
-        bases.append(rnd)
-        rnd += lay.dims[k] - 1
-    return bases
-
-
-def _mesh_ops(lay: MeshLayout) -> list:
+def _mesh_rank_ops(lay: MeshLayout):
+    """Rank ``c``'s ops, phase by phase. Phase ``e`` exchanges along
+    dimension ``k`` (of size ``n``) in rounds ``base … base + n − 2``: copy the
+    blocks ``c`` keeps (coordinate ``k`` its own) into the phase's buffer,
+    then in round ``base + u − 1`` send the blocks for coordinate
+    ``c_k + u`` to the rank ``u`` ahead and receive from the rank ``u``
+    behind the blocks for coordinate ``c_k``, stored as it names them. The
+    last phase writes ``data``; a single phase first stages the input in
+    ``"send"``."""
     p, phases = lay.p, lay.phases
-    b = ScheduleBuilder(p)
-    if not phases:
-        return b.build()
-    if len(phases) == 1:
-        _stage_input(b, p)
-    first_buf = "send" if len(phases) == 1 else "data"
-    bases = _mesh_round_bases(lay)
-    coords = lay.coords.tolist()
-    for c in range(p):
-        prev = first_buf
+    bases = [sum(lay.dims[k] - 1 for k in phases[:e]) for e in range(len(phases))]
+
+    def rank_ops(c: int, b: RankBuilder) -> None:
+        if len(phases) == 1:
+            _stage_input(b, c, p)
+        prev = "send" if len(phases) == 1 else "data"
         for e, k in enumerate(phases):
-            last = e == len(phases) - 1
-            new = "data" if last else f"fwd{e}"
-            base, n, ck = bases[e], lay.dims[k], coords[c][k]
-            kept = tuple(h for h in lay.with_coordinate(k, ck).tolist() if h != c)
+            new = "data" if e == len(phases) - 1 else f"fwd{e}"
+            base, n, ck = bases[e], lay.dims[k], lay.coordinate(c, k)
+            kept = tuple(h for h in lay.with_coordinate(k, ck) if h != c)
             if kept and prev != new:
-                b.copy(c, kept, dst=new, src=prev, round=base)
+                b.copy(kept, dst=new, src=prev, round=base)
             for u in range(1, n):
                 to_k, from_k = (ck + u) % n, (ck - u) % n
-                peer = c + (to_k - ck) * lay.strides[k]
-                frm = c + (from_k - ck) * lay.strides[k]
-                rnd = base + u - 1
-                b.send(c, peer, tuple(lay.with_coordinate(k, to_k).tolist()), buf=prev, round=rnd)
-                b.recv(c, frm, tuple(lay.with_coordinate(k, ck).tolist()), buf=new,
-                       into=tuple(lay.with_coordinate(k, from_k).tolist()), round=rnd)
+                b.send(c + (to_k - ck) * lay.strides[k], lay.with_coordinate(k, to_k), buf=prev,
+                       round=base + u - 1)
+                b.recv(c + (from_k - ck) * lay.strides[k], lay.with_coordinate(k, ck), buf=new,
+                       into=lay.with_coordinate(k, from_k), round=base + u - 1)
             prev = new
-    return b.build()
-
-
-def _mesh_rounds(lay: MeshLayout, m: int) -> Iterator[RoundArrays]:
-    rows = _Rows(lay.p)
-    dep = -1
-    for base, k in zip(_mesh_round_bases(lay), lay.phases):
-        n = lay.dims[k]
-        for u in range(1, n):
-            yield rows.round(base + u - 1, lay.shifted(k, u), (lay.p // n) * m, dep)
-        dep = base + n - 2
+    return rank_ops
 
 
 def resolve_mesh_dims(where: str, p: int, dims, d) -> tuple[int, ...]:
@@ -197,8 +178,7 @@ def virtual_mesh_alltoall(p: int, *, dims=None, d: int = 2, count: int | None = 
     """
     where = "alltoall/virtual_mesh"
     p = check_p(where, p)
-    count, itemsize, m = check_sizes(where, p, count, itemsize)
+    count, itemsize, _ = check_sizes(where, p, count, itemsize)
     mesh = resolve_mesh_dims(where, p, dims, d)
-    lay = MeshLayout(mesh)
     return _make("virtual_mesh", p, count, itemsize, {"dims": "x".join(map(str, mesh))},
-                 lambda: _mesh_ops(lay), lambda: _mesh_rounds(lay, m))
+                 RankwisePattern(p, _mesh_rank_ops(MeshLayout(mesh))))

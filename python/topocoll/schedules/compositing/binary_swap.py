@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SpecError
-from ..ir import Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
 from ..registry import algorithm
-from .common import PIXEL_BYTES, RADIX_K_PAPER, _block_bytes, _check_common, _frame, _group_ops, _rows
+from .common import PIXEL_BYTES, RADIX_K_PAPER, _check_common, _frame, _group_ops, _positions
 
 
 # ---- binary swap -----------------------------------------------------------------------------
@@ -77,39 +77,22 @@ def binary_swap(p: int, *, depth_order=None, gather_root=None, count: int | None
     p, count, itemsize, order, gather_root = _check_common("binary_swap", p, count, itemsize,
                                                            depth_order, gather_root)
     q = _check_power_of_two("binary_swap", p)
-    _, bb = _block_bytes(count, p, itemsize)
-    prefix = np.concatenate(([0], np.cumsum(bb)))
     v = np.arange(p, dtype=np.int64)
     final = np.zeros(p, dtype=np.int64)
     for j in range(q):
         final |= ((v >> j) & 1) << (q - 1 - j)
     result = np.empty(p, dtype=np.int64)
     result[order] = final
+    ranks, position = order.tolist(), _positions(order).tolist()
 
-    def build():
-        b = ScheduleBuilder(p)
-        lo = [0] * p
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        # round j: positions v and v xor 2^j swap halves of their common piece [lo, lo + 2·half)
+        v, lo = position[rank], 0
         for j in range(q):
-            half = p >> (j + 1)
-            for front in range(p):
-                if (front >> j) & 1:
-                    continue
-                back = front | (1 << j)
-                start = lo[front]
-                _group_ops(b, ranks=[int(order[front]), int(order[back])], step0=j,
-                           pieces={0: tuple(range(start, start + half)),
-                                   1: tuple(range(start + half, start + 2 * half))})
-            lo = [lo[x] + ((x >> j) & 1) * half for x in range(p)]
-        return b
+            half, bit = p >> (j + 1), (v >> j) & 1
+            front = v & ~(1 << j)
+            _group_ops(b, bit, ranks=(ranks[front], ranks[front | (1 << j)]), step0=j,
+                       pieces=(range(lo, lo + half), range(lo + half, lo + 2 * half)))
+            lo += bit * half
 
-    def rounds():
-        lo = np.zeros(p, dtype=np.int64)
-        for j in range(q):
-            half = p >> (j + 1)
-            bit = (v >> j) & 1
-            start = lo + (1 - bit) * half           # the half the partner keeps
-            nbytes = prefix[start + half] - prefix[start]
-            yield _rows(j, order[v], order[v ^ (1 << j)], nbytes, j - 1, nbytes)
-            lo = lo + bit * half
-
-    return _frame("binary_swap", p, count, itemsize, order, gather_root, {}, build, rounds, result, q)
+    return _frame("binary_swap", p, count, itemsize, order, gather_root, {}, rank_ops, result, q)

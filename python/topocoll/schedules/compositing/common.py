@@ -3,10 +3,18 @@
 :func:`check_depth_order`, :func:`default_k`, :func:`near_k_vectors` and
 :func:`check_k` validate the inputs; :func:`table1_costs` is Table 1 of the
 shift-based paper; :class:`OutOfOrder` and ``_group_ops`` apply the radix-k
-out-of-order rule (§3.1) inside one group of ranks; ``_frame`` cuts the image
-into blocks, records the result pieces and appends the optional gather;
-``_shift_pattern`` is the rank-order shift pattern of direct send and
-shift-based compositing.
+out-of-order rule (§3.1) for one member of a group of ranks; ``_frame`` cuts
+the image into blocks, records the result pieces, appends the optional gather
+and wraps a generator's one description — ``rank_ops(rank, builder)``, which
+records that rank's operations only — as a
+:class:`~topocoll.schedules.pattern.RankwisePattern`; ``_shift_pattern`` is
+the rank-order shift pattern of direct send and shift-based compositing.
+
+None of these patterns is a :class:`~topocoll.schedules.pattern.Circulant`,
+not even direct send and shift-based in rank order: under the out-of-order
+rule rank ``r`` composites the pieces of ``r − 1, …, 0`` into its result at
+once but buffers those of ``p − 1, …, r + 1`` (they wrap around), so buffers,
+sides and the number of reductions differ from rank to rank.
 
 References
 ----------
@@ -294,134 +302,118 @@ class OutOfOrder:
     combines, so it starts as soon as both are there.
     """
 
-    def __init__(self, b: ScheduleBuilder, rank: int, blocks: tuple, own_key: int):
-        self.b, self.rank, self.blocks = b, rank, blocks
+    def __init__(self, b: RankBuilder, blocks: Sequence[int], own_key: int):
+        self.b, self.blocks = b, blocks
         self.accum = [own_key, own_key, "data"]          # [lo key, hi key, buffer]
         self.end: dict[int, list] = {own_key: self.accum}  # run endpoints -> run
 
     def arrive(self, key: int, buf: str, rnd: int) -> None:
-        b, rank, blocks, accum, end = self.b, self.rank, self.blocks, self.accum, self.end
+        b, blocks, accum, end = self.b, self.blocks, self.accum, self.end
         left, right = end.get(key - 1), end.get(key + 1)
         if left is accum:
-            b.reduce(rank, blocks, dst="data", src=buf, side=RIGHT, round=rnd)
+            b.reduce(blocks, dst="data", src=buf, side=RIGHT, round=rnd)
             accum[1] = key
             if right is not None:
-                b.reduce(rank, blocks, dst="data", src=right[2], side=RIGHT, round=rnd)
+                b.reduce(blocks, dst="data", src=right[2], side=RIGHT, round=rnd)
                 accum[1] = right[1]
             run = accum
         elif right is accum:
-            b.reduce(rank, blocks, dst="data", src=buf, side=LEFT, round=rnd)
+            b.reduce(blocks, dst="data", src=buf, side=LEFT, round=rnd)
             accum[0] = key
             if left is not None:
-                b.reduce(rank, blocks, dst="data", src=left[2], side=LEFT, round=rnd)
+                b.reduce(blocks, dst="data", src=left[2], side=LEFT, round=rnd)
                 accum[0] = left[0]
             run = accum
         elif left is not None and right is not None:
-            b.reduce(rank, blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
-            b.reduce(rank, blocks, dst=left[2], src=right[2], side=RIGHT, round=rnd)
+            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
+            b.reduce(blocks, dst=left[2], src=right[2], side=RIGHT, round=rnd)
             run = [left[0], right[1], left[2]]
         elif left is not None:
-            b.reduce(rank, blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
+            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
             run = [left[0], key, left[2]]
         elif right is not None:
-            b.reduce(rank, blocks, dst=right[2], src=buf, side=LEFT, round=rnd)
+            b.reduce(blocks, dst=right[2], src=buf, side=LEFT, round=rnd)
             run = [key, right[1], right[2]]
         else:
             run = [key, key, buf]
         end[run[0]] = end[run[1]] = run
 
 
-def _group_ops(b: ScheduleBuilder, *, ranks: Sequence[int], pieces: dict[int, tuple], step0: int,
+def _group_ops(b: RankBuilder, c: int, *, ranks: Sequence[int], pieces: Sequence[range], step0: int,
                keys: Sequence[int] | None = None, lockstep: bool = False) -> None:
-    """One direct-send exchange inside a group: a radix-k round, a binary-swap
-    pair, or the whole machine (direct send, shift-based).
+    """Member ``c``'s part of one direct-send exchange inside a group: a
+    radix-k round, a binary-swap pair, or the whole machine (direct send,
+    shift-based). Records that member's operations only, on its builder.
 
-    Member ``c`` sends the piece of each responsible member ``d`` at step
-    ``s = (d − c) mod g`` (IR round ``step0 + s − 1``), so responsible ``d``
-    hears from ``d − 1, d − 2, …`` (mod g) in turn and composites them by
-    :class:`OutOfOrder` on depth ``keys`` (default: member index, members
-    given front to back). ``lockstep`` makes the send of step ``s`` wait for
-    the send and the receive of step ``s − 1``: the stages of shift-based.
+    ``ranks`` lists the members front to back; member ``d < len(pieces)``
+    composites ``pieces[d]`` (a block range), members past the end composite
+    nothing (the eliminated members of a 3-2 step). Member ``c`` sends the
+    piece of each responsible member ``d`` at step ``s = (d − c) mod g`` (IR
+    round ``step0 + s − 1``), so responsible ``d`` hears from ``d − 1, d − 2,
+    …`` (mod g) in turn and composites them by :class:`OutOfOrder` on depth
+    ``keys`` (default: member index). ``lockstep`` makes the send of step
+    ``s`` wait for the send and the receive of step ``s − 1``: the stages of
+    shift-based.
     """
-    g = len(ranks)
-    keys = list(range(g)) if keys is None else keys
-    for c in range(g):
-        rank = ranks[c]
-        state = OutOfOrder(b, rank, pieces[c], keys[c]) if c in pieces else None
-        prev: tuple[int, ...] = ()
-        for s in range(1, g):
-            rnd = step0 + s - 1
-            d = (c + s) % g
-            now = []
-            if d in pieces:
-                now.append(b.send(rank, ranks[d], pieces[d], round=rnd, after=prev if lockstep else ()))
-            if state is not None:
-                src = (c - s) % g
-                buf = f"s{rnd}"
-                now.append(b.recv(rank, ranks[src], pieces[c], buf=buf, round=rnd))
-                state.arrive(keys[src], buf, rnd)
-            prev = tuple(now)
+    g, held = len(ranks), len(pieces)
+    keys = range(g) if keys is None else keys
+    state = OutOfOrder(b, pieces[c], keys[c]) if c < held else None
+    prev: tuple[int, ...] = ()
+    for s in range(1, g):
+        rnd = step0 + s - 1
+        d = (c + s) % g
+        now = []
+        if d < held:
+            now.append(b.send(ranks[d], pieces[d], round=rnd, after=prev if lockstep else ()))
+        if state is not None:
+            src = (c - s) % g
+            buf = f"s{rnd}"
+            now.append(b.recv(ranks[src], pieces[c], buf=buf, round=rnd))
+            state.arrive(keys[src], buf, rnd)
+        prev = tuple(now)
 
 
 # ---- the common frame: blocks, result pieces, optional gather --------------------------------
 
-def _block_bytes(count: int, p: int, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
-    bounds = block_bounds(count, p)
-    return bounds, np.diff(bounds) * itemsize
-
-
 def _frame(name: str, p: int, count: int, itemsize: int, order: np.ndarray, gather_root, params: dict,
-           build: Callable[[], ScheduleBuilder], rounds: Callable[[], Iterator[RoundArrays]],
-           result: np.ndarray, nrounds: int) -> Schedule:
-    """Wrap a reduce-scatter's two views into a :class:`Schedule`; with
-    ``gather_root`` add the final gather (one IR round: every other rank sends
-    its piece to the root) and make it an ordered ``reduce``."""
-    bounds, bb = _block_bytes(count, p, itemsize)
+           rank_ops: Callable[[int, RankBuilder], None], result: np.ndarray, nrounds: int) -> Schedule:
+    """Wrap a reduce-scatter's one description into a :class:`Schedule`.
+
+    ``rank_ops(rank, b)`` records rank ``rank``'s operations on ``b`` (and
+    nothing of any other rank); ``result[rank]`` is the block it ends with.
+    With ``gather_root`` the final gather follows (IR round ``nrounds``:
+    every other rank sends its piece to the root, which receives them in rank
+    order) and the schedule becomes an ordered ``reduce``.
+    """
     identity = _identity(order)
     shown = dict(params)
     if not identity:
         shown["depth_order"] = "custom"
     if gather_root is not None:
         shown["gather_root"] = gather_root
+    final = result.tolist()
 
-    def ops():
-        b = build()
-        if gather_root is not None:
-            for r in range(p):
-                if r != gather_root:
-                    piece = (int(result[r]),)
-                    b.send(r, gather_root, piece, round=nrounds)
-                    b.recv(gather_root, r, piece, round=nrounds)
-        return b.build()
+    def piece(rank: int) -> range:
+        return range(final[rank], final[rank] + 1)
 
-    def all_rounds():
+    def with_gather(rank: int, b: RankBuilder) -> None:
+        rank_ops(rank, b)
         if gather_root is None:
-            yield from rounds()
             return
-        last = np.full(p, -1, dtype=np.int64)
-        for rnd in rounds():
-            last[rnd.dst] = rnd.round
-            yield rnd
-        src = np.delete(np.arange(p, dtype=np.int64), gather_root)
-        if src.size:
-            nb = bb[result[src]]
-            yield RoundArrays(nrounds, src, np.full(src.size, gather_root, dtype=np.int64), nb,
-                              last[src], np.zeros_like(nb))
+        if rank != gather_root:
+            b.send(gather_root, piece(rank), round=nrounds)
+            return
+        for r in range(p):
+            if r != gather_root:
+                b.recv(r, piece(r), round=nrounds)
 
     return Schedule(
         collective="reduce_scatter" if gather_root is None else "reduce", algorithm=name, p=p,
-        count=count, itemsize=itemsize, bounds=bounds, params=shown, needs=OperatorNeeds(),
-        pattern=ops, root=gather_root,
-        result_blocks=lambda rank: (int(result[rank]),),
+        count=count, itemsize=itemsize, bounds=block_bounds(count, p), params=shown, needs=OperatorNeeds(),
+        pattern=RankwisePattern(p, with_gather), root=gather_root,
+        result_blocks=lambda rank: (final[rank],),
         depth_order=None if identity else tuple(int(x) for x in order),
     )
-
-
-def _rows(rnd, src, dst, nbytes, dep, reduced) -> RoundArrays:
-    i64 = np.int64
-    return RoundArrays(rnd, np.asarray(src, i64), np.asarray(dst, i64), np.asarray(nbytes, i64),
-                       np.broadcast_to(np.asarray(dep, i64), np.shape(src)).copy(),
-                       np.asarray(reduced, i64))
 
 
 # ---- direct send and shift-based: the rank-order shift pattern --------------------------------
@@ -431,20 +423,11 @@ def _shift_pattern(name: str, p: int, count: int, itemsize: int, order: np.ndarr
     """Rank ``i`` composites block ``i``; at step ``s`` it sends block
     ``(i + s) mod p`` to rank ``(i + s) mod p`` (the shift permutation, in
     physical rank order whatever the depth order)."""
-    pos = _positions(order)
-    _, bb = _block_bytes(count, p, itemsize)
+    keys = None if _identity(order) else _positions(order).tolist()
 
-    def build():
-        b = ScheduleBuilder(p)
-        _group_ops(b, ranks=list(range(p)), pieces={r: (r,) for r in range(p)}, step0=0,
-                   keys=pos.tolist(), lockstep=lockstep)
-        return b
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        _group_ops(b, rank, ranks=range(p), pieces=[range(d, d + 1) for d in range(p)], step0=0,
+                   keys=keys, lockstep=lockstep)
 
-    def rounds():
-        dst = np.arange(p, dtype=np.int64)
-        for s in range(1, p):
-            # every arriving piece is composited: γ counts all received bytes
-            yield _rows(s - 1, (dst - s) % p, dst, bb, s - 2 if lockstep and s >= 2 else -1, bb)
-
-    return _frame(name, p, count, itemsize, order, gather_root, {}, build, rounds,
+    return _frame(name, p, count, itemsize, order, gather_root, {}, rank_ops,
                   np.arange(p, dtype=np.int64), max(p - 1, 0))

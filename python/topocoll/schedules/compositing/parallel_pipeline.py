@@ -12,11 +12,9 @@ InfiniBand Fat-Trees", EGPGV 2012
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..ir import LEFT, RIGHT, Schedule, ScheduleBuilder
+from ..ir import LEFT, RIGHT, RankBuilder, Schedule
 from ..registry import algorithm
-from .common import PIXEL_BYTES, SHIFT_PAPER, _block_bytes, _check_common, _frame, _positions, _rows
+from .common import PIXEL_BYTES, SHIFT_PAPER, _check_common, _frame, _positions
 
 
 # ---- parallel pipeline -------------------------------------------------------------------------
@@ -80,34 +78,27 @@ def parallel_pipeline(p: int, *, depth_order=None, gather_root=None, count: int 
     """
     p, count, itemsize, order, gather_root = _check_common("parallel_pipeline", p, count, itemsize,
                                                            depth_order, gather_root)
-    _, bb = _block_bytes(count, p, itemsize)
     result = _positions(order)
+    ranks, position = order.tolist(), result.tolist()
 
-    def build():
-        b = ScheduleBuilder(p)
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        # stage t (IR round t − 1): positions j < t send block p − t + j forward to j + 1,
+        # positions j ≥ p − t send block t + j − p backward to j − 1; each receiver composites it
+        x = position[rank]
         for t in range(1, p):
             rnd = t - 1
-            for j in range(t):                      # forward: position j → j + 1, block p − t + j
-                blk = (p - t + j,)
-                b.send(int(order[j]), int(order[j + 1]), blk, round=rnd)
-                b.recv(int(order[j + 1]), int(order[j]), blk, buf="forward", round=rnd)
-                b.reduce(int(order[j + 1]), blk, dst="data", src="forward", side=LEFT, round=rnd)
-            for j in range(p - t, p):               # backward: position j → j − 1, block t + j − p
-                blk = (t + j - p,)
-                b.send(int(order[j]), int(order[j - 1]), blk, round=rnd)
-                b.recv(int(order[j - 1]), int(order[j]), blk, buf="backward", round=rnd)
-                b.reduce(int(order[j - 1]), blk, dst="data", src="backward", side=RIGHT, round=rnd)
-        return b
+            if 1 <= x <= t:                         # forward, from x − 1: block p − t + x − 1
+                blk = range(p - t + x - 1, p - t + x)
+                b.recv(ranks[x - 1], blk, buf="forward", round=rnd)
+                b.reduce(blk, dst="data", src="forward", side=LEFT, round=rnd)
+            if x < t:                               # forward, to x + 1: block p − t + x
+                b.send(ranks[x + 1], range(p - t + x, p - t + x + 1), round=rnd)
+            if x >= p - t:                          # backward, to x − 1: block t + x − p
+                b.send(ranks[x - 1], range(t + x - p, t + x - p + 1), round=rnd)
+            if p - t - 1 <= x <= p - 2:             # backward, from x + 1: block t + x + 1 − p
+                blk = range(t + x + 1 - p, t + x + 2 - p)
+                b.recv(ranks[x + 1], blk, buf="backward", round=rnd)
+                b.reduce(blk, dst="data", src="backward", side=RIGHT, round=rnd)
 
-    def rounds():
-        for t in range(1, p):
-            fwd = np.arange(t, dtype=np.int64)
-            bwd = np.arange(p - t, p, dtype=np.int64)
-            src = np.concatenate((order[fwd], order[bwd]))
-            dst = np.concatenate((order[fwd + 1], order[bwd - 1]))
-            nbytes = np.concatenate((bb[p - t + fwd], bb[t + bwd - p]))
-            dep = np.concatenate((np.where(fwd == 0, -1, t - 2), np.where(bwd == p - 1, -1, t - 2)))
-            yield _rows(t - 1, src, dst, nbytes, dep, nbytes)
-
-    return _frame("parallel_pipeline", p, count, itemsize, order, gather_root, {}, build, rounds, result,
+    return _frame("parallel_pipeline", p, count, itemsize, order, gather_root, {}, rank_ops, result,
                   max(p - 1, 0))

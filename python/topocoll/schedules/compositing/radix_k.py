@@ -15,11 +15,10 @@ import numpy as np
 
 from ...errors import SpecError
 from ..common import check_p
-from ..ir import Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
 from ..registry import algorithm
 from .common import (
-    PIXEL_BYTES, RADIX_K_PAPER, _block_bytes, _check_common, check_depth_order, check_k, _frame,
-    _group_ops, _rows,
+    PIXEL_BYTES, RADIX_K_PAPER, _check_common, _frame, _group_ops, _positions, check_depth_order, check_k,
 )
 
 
@@ -111,8 +110,13 @@ def radix_k(p: int, *, k="eights", depth_order=None, gather_root=None, count: in
     ``k_i − 1`` of them, all posted at once.
 
     Cost (§3.2, with Cavin & Demengeon's correction of the latency term):
-    α·Σ(k_i − 1) + nβ Σ(k_i − 1) Π_{j≤i} 1/k_j = α·Σ(k_i − 1) + βn(p − 1)/p,
-    and γ like β. ``k = [2, …, 2]`` is binary swap, ``k = [p]`` direct send.
+    α·Σ(k_i − 1) + nβ Σ(k_i − 1) Π_{j≤i} 1/k_j = α·Σ(k_i − 1) + βn(p − 1)/p.
+    Every rank composites the bytes it receives; the round-synchronous γ of
+    :func:`topocoll.schedules.report` adds the piece ``n/(k_1⋯k_i)`` of each
+    round with ``k_i ≥ 3``, where a group buffers a run and the step that
+    joins it composites two pieces (``k = [4, 3]``: γ(n(p − 1)/p + n/4 +
+    n/12)). ``k = [2, …, 2]`` is binary swap,
+    ``k = [p]`` direct send.
 
     References
     ----------
@@ -141,46 +145,24 @@ def radix_k(p: int, *, k="eights", depth_order=None, gather_root=None, count: in
     p, count, itemsize, order, gather_root = _check_common("radix_k", p, count, itemsize,
                                                            depth_order, gather_root)
     ks = check_k(p, k)
-    _, bb = _block_bytes(count, p, itemsize)
-    prefix = np.concatenate(([0], np.cumsum(bb)))
     final = _radix_final_blocks(p, ks)
     result = np.empty(p, dtype=np.int64)
     result[order] = final
+    ranks, position = order.tolist(), _positions(order).tolist()
 
-    def build():
-        b = ScheduleBuilder(p)
-        base = np.zeros(p, dtype=np.int64)
-        stride, step0 = 1, 0
-        for radix in ks:
-            sub = p // stride // radix
-            for v in range(p):
-                if (v // stride) % radix:
-                    continue
-                start = int(base[v])
-                pieces = {d: tuple(range(start + d * sub, start + (d + 1) * sub)) for d in range(radix)}
-                _group_ops(b, ranks=[int(order[v + c * stride]) for c in range(radix)], pieces=pieces,
-                           step0=step0)
-            base += ((np.arange(p) // stride) % radix) * sub
-            stride *= radix
-            step0 += radix - 1
-        return b
-
-    def rounds():
-        v = np.arange(p, dtype=np.int64)
-        base = np.zeros(p, dtype=np.int64)
-        stride, step0 = 1, 0
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        # round i: lattice digit c of position v picks member c of the group {v + (d − c)·stride};
+        # the group's piece [base, base + radix·sub) splits into radix sub-pieces of sub blocks
+        v, base, stride, step0 = position[rank], 0, 1, 0
         for radix in ks:
             sub = p // stride // radix
             c = (v // stride) % radix
-            for s in range(1, radix):
-                d = (c + s) % radix
-                lo = base + d * sub
-                nbytes = prefix[lo + sub] - prefix[lo]
-                yield _rows(step0 + s - 1, order[v], order[v + (d - c) * stride], nbytes,
-                            step0 - 1, nbytes)
+            first = v - c * stride
+            _group_ops(b, c, ranks=[ranks[first + d * stride] for d in range(radix)], step0=step0,
+                       pieces=[range(base + d * sub, base + (d + 1) * sub) for d in range(radix)])
             base += c * sub
             stride *= radix
             step0 += radix - 1
 
-    return _frame("radix_k", p, count, itemsize, order, gather_root, {"k": ks}, build, rounds, result,
+    return _frame("radix_k", p, count, itemsize, order, gather_root, {"k": ks}, rank_ops, result,
                   sum(x - 1 for x in ks))

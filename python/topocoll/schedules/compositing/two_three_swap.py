@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Schedule, ScheduleBuilder
+from ..ir import RankBuilder, Schedule
 from ..registry import algorithm
-from .common import PIXEL_BYTES, RADIX_K_PAPER, _block_bytes, _check_common, _frame, _group_ops, _rows
+from .common import PIXEL_BYTES, RADIX_K_PAPER, _check_common, _frame, _group_ops, _positions
 
 
 # ---- 2-3 swap: binary swap with a 3-2 elimination step -----------------------------------------
@@ -122,7 +122,9 @@ def two_three_swap(p: int, *, depth_order=None, gather_root=None, count: int | N
     :func:`topocoll.schedules.report`, p < 300): 1.5βn to 1.8βn with groups
     of three (a survivor receives two halves in round 0, then n/4 + n/8 + …,
     and slots of 2 blocks make the halves uneven for small p), 2.0βn to 2.2βn
-    with groups of four; γ alike. Table 1 lists Yu et al.'s bound
+    with groups of four; γ (round-synchronous, the step that joins a
+    buffered half composites two halves) 1.6γn to 2.2γn with groups of
+    three, 3.0γn to 3.2γn with groups of four. Table 1 lists Yu et al.'s bound
     4α·log2 p + 1.3βn(p − 1)/p instead; :func:`radix_k` with ascending prime
     factors (§4.4) stays at βn(p − 1)/p for any p.
 
@@ -147,73 +149,48 @@ def two_three_swap(p: int, *, depth_order=None, gather_root=None, count: int | N
     """
     p, count, itemsize, order, gather_root = _check_common("two_three_swap", p, count, itemsize,
                                                            depth_order, gather_root)
-    _, bb = _block_bytes(count, p, itemsize)
-    prefix = np.concatenate(([0], np.cumsum(bb)))
     result = np.empty(p, dtype=np.int64)
     if p == 1:
         result[:] = 0
         return _frame("two_three_swap", p, count, itemsize, order, gather_root, {},
-                      lambda: ScheduleBuilder(1), lambda: iter(()), result, 0)
+                      lambda rank, b: None, result, 0)
     plan = _swap_plan(p)
     q, survivors = plan.q, 1 << plan.q
     first = plan.first_steps
     result[order] = plan.final
     half0 = int(plan.slot_start[survivors // 2])
-    halves = {0: tuple(range(0, half0)), 1: tuple(range(half0, p))}
+    halves = (range(0, half0), range(half0, p))
     last_round = first + q - 1 if plan.dependent.size else first + q - 2
+    ranks, position = order.tolist(), _positions(order).tolist()
+    sizes, starts, survivor = plan.sizes.tolist(), plan.starts.tolist(), plan.survivor.tolist()
+    slot_start, final = plan.slot_start.tolist(), plan.final.tolist()
+    group_of = np.repeat(np.arange(plan.sizes.size), plan.sizes).tolist()    # depth position -> group
+    carried = dict(zip(plan.carrier.tolist(), plan.dependent.tolist()))     # survivor -> its dependent
+    carrier = dict(zip(plan.dependent.tolist(), plan.carrier.tolist()))     # dependent -> its survivor
 
-    def build():
-        b = ScheduleBuilder(p)
-        for start, size in zip(plan.starts.tolist(), plan.sizes.tolist()):
-            _group_ops(b, ranks=[int(order[start + c]) for c in range(size)], pieces=halves, step0=0)
-        slot_lo = (np.arange(survivors) & 1) * (survivors // 2)
+    def rank_ops(rank: int, b: RankBuilder) -> None:
+        x = position[rank]
+        g = group_of[x]
+        c, start = x - starts[g], starts[g]
+        # round 0: members 0 and 1 composite the two halves from every member of the group
+        _group_ops(b, c, ranks=[ranks[start + m] for m in range(sizes[g])], pieces=halves, step0=0)
+        if c >= 2:                      # eliminated: receives its block from its carrier at the end
+            blk = range(final[x], final[x] + 1)
+            b.recv(ranks[survivor[carrier[x]]], blk, round=first + q - 1)
+            return
+        # then binary swap over the survivors: u and u xor 2^j swap halves of their slots
+        u = 2 * g + c
+        lo = (u & 1) * (survivors // 2)
         for j in range(1, q):
-            h = survivors >> (j + 1)
-            for u in range(survivors):
-                if (u >> j) & 1:
-                    continue
-                w = u | (1 << j)
-                a, m, z = (int(plan.slot_start[x]) for x in (slot_lo[u], slot_lo[u] + h, slot_lo[u] + 2 * h))
-                _group_ops(b, ranks=[int(order[plan.survivor[u]]), int(order[plan.survivor[w]])],
-                           pieces={0: tuple(range(a, m)), 1: tuple(range(m, z))}, step0=first + j - 1)
-            slot_lo = slot_lo + ((np.arange(survivors) >> j) & 1) * h
-        for pos, u in zip(plan.dependent.tolist(), plan.carrier.tolist()):
-            piece = (int(plan.final[pos]),)
-            src, dst = int(order[plan.survivor[u]]), int(order[pos])
-            b.send(src, dst, piece, round=first + q - 1)
-            b.recv(dst, src, piece, round=first + q - 1)
-        return b
+            h, bit = survivors >> (j + 1), (u >> j) & 1
+            front = u & ~(1 << j)
+            a, m, z = slot_start[lo], slot_start[lo + h], slot_start[lo + 2 * h]
+            _group_ops(b, bit, ranks=(ranks[survivor[front]], ranks[survivor[front | (1 << j)]]),
+                       pieces=(range(a, m), range(m, z)), step0=first + j - 1)
+            lo += bit * h
+        if u in carried:
+            dep = carried[u]
+            b.send(ranks[dep], range(final[dep], final[dep] + 1), round=first + q - 1)
 
-    def rounds():
-        sizes, starts = plan.sizes, plan.starts
-        for s in range(1, first + 1):
-            src, dst, nbytes, reduced = [], [], [], []
-            for d in (0, 1):
-                live = sizes > s
-                c = (d - s) % sizes[live]
-                nb = np.full(c.size, prefix[halves[d][-1] + 1] - prefix[halves[d][0]] if halves[d] else 0)
-                src.append(order[starts[live] + c])
-                dst.append(order[starts[live] + d])
-                nbytes.append(nb)
-                reduced.append(nb)
-            yield _rows(s - 1, np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes), -1,
-                        np.concatenate(reduced))
-        u = np.arange(survivors, dtype=np.int64)
-        slot_lo = (u & 1) * (survivors // 2)
-        for j in range(1, q):
-            h = survivors >> (j + 1)
-            bit = (u >> j) & 1
-            start = slot_lo + (1 - bit) * h
-            nbytes = prefix[plan.slot_start[start + h]] - prefix[plan.slot_start[start]]
-            dep = sizes[u >> 1] - 2 if j == 1 else np.full(survivors, first + j - 2)
-            yield _rows(first + j - 1, order[plan.survivor], order[plan.survivor[u ^ (1 << j)]], nbytes,
-                        dep, nbytes)
-            slot_lo = slot_lo + bit * h
-        if plan.dependent.size:
-            nbytes = bb[plan.final[plan.dependent]]
-            dep = sizes[plan.carrier >> 1] - 2 if q == 1 else np.full(nbytes.size, first + q - 2)
-            yield _rows(first + q - 1, order[plan.survivor[plan.carrier]], order[plan.dependent], nbytes,
-                        dep, np.zeros_like(nbytes))
-
-    return _frame("two_three_swap", p, count, itemsize, order, gather_root, {}, build, rounds, result,
+    return _frame("two_three_swap", p, count, itemsize, order, gather_root, {}, rank_ops, result,
                   last_round + 1)

@@ -22,10 +22,13 @@ from topocoll.schedules.alltoall import (
     pairwise_exchange_alltoall, parse_shape, randomized_alltoall, shift_alltoall, two_phase_schedule,
     virtual_mesh_alltoall,
 )
+from topocoll.schedules.alltoall.randomized import inverse_permutations, permutation_keys, random_permutations
 from topocoll.schedules.alltoall_cost import (
     BLUE_GENE_L_AR, BLUE_GENE_L_VMESH, changeover_bytes, contention_factor, crossbar_cost, direct_torus_time,
     peak_time, two_phase_torus_time, virtual_mesh_torus_time,
 )
+from topocoll.schedules.pattern import CirculantPattern, RankwisePattern
+from topocoll.schedules.program import COPY, RECV, SEND, concatenate
 from topocoll.verify import execute, serial_reference, verify
 from topocoll.verify.replay import match
 from topocoll.verify.testing import assert_views_equal
@@ -300,30 +303,106 @@ def test_bruck_rotations_are_copies():
     assert sched.ops[2][0].src_blocks == (3, 4, 0, 1)
 
 
+@pytest.mark.parametrize("p, k", [(5, 1), (12, 2), (16, 3)])
+def test_bruck_position_j_of_rank_i_is_label_i_plus_j(p, k):
+    """Every rank runs rank 0's ops moved by its rank (one Circulant
+    template): rotated position j of rank i is label (i + j) mod P of rot and
+    fwd, so the rotation copy reads block i + j and the inverse rotation
+    writes block i − j from label i + j."""
+    sched = bruck_alltoall(p, k=k)
+    assert isinstance(sched.pattern, CirculantPattern)
+    for i in range(p):
+        ops = sched.ops_for(i)
+        rot, unrot = ops[0], ops[-1]
+        assert rot.blocks == rot.src_blocks == tuple((i + j) % p for j in range(1, p))
+        assert unrot.blocks == tuple((i - j) % p for j in range(1, p))
+        assert unrot.src_blocks == tuple((i + j) % p for j in range(1, p))
+        for op, op0 in zip(ops, sched.ops_for(0)):   # rank 0's messages, moved by i
+            if op.kind == "send":
+                assert op.peer == (op0.peer + i) % p
+                assert op.blocks == tuple((b + i) % p for b in op0.blocks)
+
+
+def _program(sched):
+    """The whole op program as one chunk and each row's round."""
+    chunks = list(sched.program())
+    return concatenate(chunks), np.concatenate([np.full(len(c), c.round) for c in chunks])
+
+
+def assert_forwards_pipelined(sched, q):
+    """A phase-1 message waits for nothing but the staging copy; a forward
+    waits for exactly one op, the phase-1 receive of the slot before that
+    wrote its block (slots of ``q − 1`` rounds)."""
+    whole, rounds = _program(sched)
+    fwd = sched.program().buffers.index("fwd")
+    forwards = 0
+    for i in range(len(whole)):
+        if whole.kind[i] != SEND:
+            continue
+        deps = whole.deps_of(i)
+        if whole.buf[i] != fwd:      # phase-1 messages and the slot-0 forwards of a rank's own blocks
+            assert (whole.kind[deps] == COPY).all() and (rounds[deps] == 0).all(), f"send {i} waits"
+            continue
+        forwards += 1
+        assert len(deps) == 1, f"forward {i} waits on {deps.tolist()}"
+        d = int(deps[0])
+        slot = rounds[i] // (q - 1)
+        assert whole.kind[d] == RECV and whole.buf[d] == fwd and rounds[d] == (slot - 1) * (q - 1)
+        (block, _, _), = whole.runs_of(i)
+        assert any(lo <= block < lo + n for lo, _, n in whole.runs_of(d)), "not the receive of its block"
+        earlier = (whole.rank[:i] == whole.rank[i]) & (whole.kind[:i] == RECV)
+        assert slot < 2 or earlier.sum() > 1   # from slot 2 on, other receives precede it
+    return forwards
+
+
 def test_two_phase_pipelines_phase_2_behind_phase_1():
+    """§4.1: phase 2 "is done in a pipelined fashion allowing Phase 1 and
+    Phase 2 to overlap". In the op program's exact dependencies a forward
+    waits only for the phase-1 receive that brought its block, not for every
+    receive before it; a schedule that serialises them is rejected."""
     sched = two_phase_schedule(10 * 2 * 2, shape="10x2x2", count=40)
-    rnds = list(sched.rounds())
-    assert len(rnds) == sched.p - 10
     q = 4
-    for rnd in rnds:
-        big = rnd.nbytes == q * 8
-        small = ~big
-        # phase-1 messages never wait; a forward waits only for the line message that brought it
-        assert (rnd.dep_round[big] == -1).all()
-        assert (rnd.dep_round[small] < rnd.round).all()
-        slot = rnd.round // (q - 1)
-        assert (rnd.dep_round[small] == ((slot - 1) * (q - 1) if slot else -1)).all()
+    assert len({c.round for c in sched.program()}) == sched.p - 10
+    assert assert_forwards_pipelined(sched, q) == sched.p * (10 - 1) * (q - 1)
+    serialised = []   # every forward also waits for every receive before it
+    for rank_ops in sched.ops:
+        recvs, out = [], []
+        for idx, op in enumerate(rank_ops):
+            if op.kind == "send" and op.buf == "fwd":
+                op = _replace(op, deps=tuple(sorted(set(op.deps) | set(recvs))))
+            recvs += [idx] if op.kind == "recv" else []
+            out.append(op)
+        serialised.append(out)
+    verify(sched.with_ops(serialised))
+    with pytest.raises(AssertionError, match="waits on"):
+        assert_forwards_pipelined(sched.with_ops(serialised), q)
+
+
+def test_pairwise_exchange_stages_each_block_in_its_round():
+    """Each send and receive depends only on the copy of its own block into
+    ``send``, made in the same round (the XOR image of a block range is no
+    range: one copy of every block would be P − 1 runs per rank)."""
+    sched = pairwise_exchange_alltoall(16)
+    whole, rounds = _program(sched)
+    for i in np.flatnonzero((whole.kind == SEND) | (whole.kind == RECV)).tolist():
+        deps = whole.deps_of(i).tolist()
+        assert len(deps) == 1 and whole.kind[deps[0]] == COPY and rounds[deps[0]] == rounds[i]
+        (copied, _, n), = whole.runs_of(deps[0])
+        (block, _, _), = whole.runs_of(i)      # the block sent, or the position received into
+        assert n == 1 and copied == block
+    assert (whole.run_len == 1).all()
 
 
 def test_two_phase_phase_1_follows_the_linear_dimension():
     sched = two_phase_schedule(16 * 8 * 8, shape="16x8x8", count=1024, itemsize=1)
     assert sched.params["linear"] == "x"
-    for rnd in sched.rounds():
-        big = rnd.nbytes == 64
-        src, dst = rnd.src[big], rnd.dst[big]
-        assert ((src // 16) == (dst // 16)).all()        # same y, z: along X
-        small = ~big
-        assert ((rnd.src[small] % 16) == (rnd.dst[small] % 16)).all()   # phase 2 keeps x
+    for rank in (0, 1, 17, 500, 1023):   # one rank's ops each (the whole program is P² ops)
+        sends = [op for op in sched.ops_for(rank) if op.kind == "send"]
+        line = [op.peer for op in sends if len(op.blocks) == 64]
+        plane = [op.peer for op in sends if len(op.blocks) == 1]
+        assert len(line) == 16 - 1 and len(plane) == 1024 - 16 and len(sends) == len(line) + len(plane)
+        assert all(peer // 16 == rank // 16 for peer in line)     # same y, z: along X
+        assert all(peer % 16 == rank % 16 for peer in plane)      # phase 2 keeps x
 
 
 def test_virtual_mesh_messages_as_in_section_4_2():
@@ -331,6 +410,54 @@ def test_virtual_mesh_messages_as_in_section_4_2():
     sched = virtual_mesh_alltoall(32 * 16, dims="32x16", count=512, itemsize=1)
     sizes = [sorted(set(r.nbytes.tolist())) for r in sched.rounds()]
     assert sizes == [[16]] * 31 + [[32]] * 15
+
+
+# ---- one description each: circulant templates and rank-wise builders --------------
+
+@pytest.mark.parametrize("name, kind", [
+    ("direct", RankwisePattern), ("shift", CirculantPattern), ("pairwise_exchange", CirculantPattern),
+    ("randomized", RankwisePattern), ("bruck", CirculantPattern), ("two_phase_schedule", RankwisePattern),
+    ("virtual_mesh", RankwisePattern),
+])
+def test_each_generator_has_one_pattern(name, kind):
+    assert isinstance(GENERATORS[name][0](16).pattern, kind)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100, 257])
+def test_inverse_permutations_undo_random_permutations(n):
+    keys = permutation_keys(9, seed=n)
+    seen = np.zeros((n, 9), dtype=bool)
+    for t in range(n):
+        value = random_permutations(keys, t, n)
+        seen[value, np.arange(9)] = True
+        assert (inverse_permutations(keys, value, n) == t).all()
+    assert seen.all()   # a permutation of 0 … n-1 per column
+
+
+def test_randomized_receives_what_every_permutation_sends():
+    """One rank's receives, found by inverting its senders' permutations,
+    equal those of evaluating every rank's permutation round by round."""
+    p, seed, packets, burst = 41, 7, 3, 2
+    sched = randomized_alltoall(p, seed=seed, packets=packets, burst=burst)
+    keys = permutation_keys(p, seed)
+    dst = np.stack([(np.arange(p) + 1 + random_permutations(keys, t, p - 1)) % p for t in range(p - 1)])
+    for j in (0, 1, 17, 40):
+        got = [(op.round, op.peer, op.blocks, op.into) for op in sched.ops_for(j) if op.kind == "recv"]
+        want = [(q * (p - 1) + t, i, tuple(j * packets + x for x in range(q * burst, min(packets, (q + 1) * burst))),
+                 tuple(i * packets + x for x in range(q * burst, min(packets, (q + 1) * burst))))
+                for q in range(2) for t in range(p - 1) for i in np.flatnonzero(dst[t] == j).tolist()]
+        assert got == want
+        sends = [(op.round, op.peer) for op in sched.ops_for(j) if op.kind == "send"]
+        assert sends == [(q * (p - 1) + t, int(dst[t, j])) for q in range(2) for t in range(p - 1)]
+
+
+def test_rankwise_ops_for_one_rank_at_20480():
+    """ops_for(rank) builds that rank's ops only (the MPI executor's view)."""
+    p = 20480
+    ops = randomized_alltoall(p, seed=0).ops_for(12345)
+    assert sorted(op.peer for op in ops if op.kind == "recv") == [r for r in range(p) if r != 12345]
+    ops = two_phase_schedule(p, shape="40x32x16").ops_for(777)
+    assert sum(op.kind == "send" for op in ops) == (40 - 1) + (p - 40)
 
 
 def test_paper_default_dims():

@@ -20,6 +20,7 @@ from topocoll.schedules.compositing import (
     table1_costs, two_three_swap,
 )
 from topocoll.schedules.ir import LEFT, RIGHT, Schedule, ScheduleBuilder, block_bounds
+from topocoll.schedules.program import SEND
 from topocoll.schedules.registry import catalogue, generate
 from topocoll.verify import execute, verify
 from topocoll.verify.testing import assert_views_equal, round_rows
@@ -98,9 +99,21 @@ def relative_error(got, want):
 
 
 
-
 def all_rows(schedule):
-    return [(r.round, round_rows(r)) for r in schedule.rounds() if len(r)]
+    """Per round: the messages (src, dst, bytes) and the bytes each rank composites (γ)."""
+    return [(r.round, round_rows(r), r.reduced_per_rank(schedule.p).tolist())
+            for r in schedule.rounds() if len(r) or len(r.reduce_rank)]
+
+
+def waits_for(rank_ops, i):
+    """Indices of the ops of its rank that op ``i`` waits for, directly or not."""
+    seen, todo = set(), list(rank_ops[i].deps)
+    while todo:
+        d = todo.pop()
+        if d not in seen:
+            seen.add(d)
+            todo.extend(rank_ops[d].deps)
+    return seen
 
 
 # ---- the symbolic verifier -------------------------------------------------------------------
@@ -201,24 +214,39 @@ def test_array_view_equals_per_rank_view(name):
 
 @pytest.mark.parametrize("q", range(0, 11))
 def test_radix_k_all_twos_is_binary_swap(q):
+    """Same ops (peers, blocks, tags, exact dependencies) on every rank for p ≤ 256, on a
+    seeded sample of ranks above; the same round summaries (messages and γ) for p ≤ 64."""
     p = 1 << q
     count = 5 * p + 3
-    assert all_rows(radix_k(p, k=[2] * q, count=count)) == all_rows(binary_swap(p, count=count))
-    assert all_rows(two_three_swap(p, count=count)) == all_rows(binary_swap(p, count=count))
-    r = radix_k(p, k=[2] * q, count=count)
-    b = binary_swap(p, count=count)
-    assert [r.result_blocks(x) for x in range(p)] == [b.result_blocks(x) for x in range(p)]
+    rng = random.Random(q)
+    order = rng.sample(range(p), p)
+    for kw in ({}, {"depth_order": order, "gather_root": p // 3}):
+        r = radix_k(p, k=[2] * q, count=count, **kw)
+        b = binary_swap(p, count=count, **kw)
+        t = two_three_swap(p, count=count, **kw)
+        assert [r.result_blocks(x) for x in range(p)] == [b.result_blocks(x) for x in range(p)]
+        ranks = range(p) if p <= 256 else rng.sample(range(p), 12)
+        for x in ranks:
+            assert r.ops_for(x) == b.ops_for(x) == t.ops_for(x), (p, x, kw)
+        if p <= 64:
+            assert all_rows(r) == all_rows(b) == all_rows(t)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 7, 12, 31, 64, 200])
 def test_radix_k_single_round_is_direct_send(p):
     k = [p] if p > 1 else []
-    assert all_rows(radix_k(p, k=k, count=3 * p + 2)) == all_rows(direct_send(p, count=3 * p + 2))
+    r, d = radix_k(p, k=k, count=3 * p + 2), direct_send(p, count=3 * p + 2)
+    assert r.ops == d.ops
+    assert [r.result_blocks(x) for x in range(p)] == [d.result_blocks(x) for x in range(p)]
+    if p <= 64:
+        assert all_rows(r) == all_rows(d)
 
 
-def test_binary_swap_identity_holds_for_per_rank_ops_too():
-    a, b = radix_k(16, k=[2, 2, 2, 2], count=40), binary_swap(16, count=40)
-    assert a.ops == b.ops
+def test_identity_tests_can_fail():
+    # the oracles are independent: a different k or another lockstep rule is told apart
+    assert radix_k(16, k=[4, 4], count=40).ops != binary_swap(16, count=40).ops
+    assert shift_based(5, count=7).ops != direct_send(5, count=7).ops
+    assert all_rows(shift_based(5, count=7)) == all_rows(direct_send(5, count=7))   # same messages
 
 
 # ---- the worked example of Fig. 2 and the k-vector rules -------------------------------------
@@ -230,10 +258,28 @@ def test_fig2_twelve_processes_k_4_3():
     rounds = [r for r in sched.rounds() if len(r)]
     assert [r.round for r in rounds] == [0, 1, 2, 3, 4]     # k1 − 1 + k2 − 1 steps
     for r in rounds[:3]:     # first round: lattice rows, messages travel "horizontally"
-        assert (r.src // 4 == r.dst // 4).all() and (r.dep_round == -1).all()
-        assert len(r) == 12
-    for r in rounds[3:]:     # second round: columns, "vertically", after the whole first round
-        assert (r.src % 4 == r.dst % 4).all() and (r.dep_round == 2).all()
+        assert (r.src // 4 == r.dst // 4).all() and len(r) == 12
+    for r in rounds[3:]:     # second round: columns, "vertically"
+        assert (r.src % 4 == r.dst % 4).all()
+    # exact dependencies, in the op program: the first round's sends wait for nothing, the
+    # second round's only for ops of the first round (all k2 − 1 steps are posted at once) ...
+    chunks = list(sched.program())
+    second = chunks[3].first_id
+    for chunk in chunks:
+        for row in np.flatnonzero(chunk.kind == SEND):
+            deps = chunk.deps_of(row)
+            if chunk.round < 3:
+                assert deps.size == 0, (chunk.round, row)
+            else:
+                assert deps.size and (deps < second).all(), (chunk.round, row)
+    # ... and, per rank, after the whole first round: every receive of steps 0..2
+    for rank in range(12):
+        ops = sched.ops_for(rank)
+        for i, op in enumerate(ops):
+            if op.kind == "send" and op.round >= 3:
+                waited = waits_for(ops, i)
+                assert {ops[d].round for d in waited if ops[d].kind == "recv"} == {0, 1, 2}
+                assert all(ops[d].round < 3 for d in waited)
     # rank 5 = lattice (1, 1): piece 1 of 4 in round 1, then piece 1 of 3 of that
     assert sched.result_blocks(5) == (4,)
     assert verify(sched) == "noncommutative"
@@ -290,7 +336,9 @@ def random_k_vector(rng):
 
 
 def test_radix_k_bandwidth_is_n_p_minus_1_over_p_for_random_k_vectors():
+    """The whole schedule's report for p ≤ 256; one random rank's ops up to p = 4,096."""
     rng = random.Random(3)
+    checked = {"report": 0, "rank": 0}
     for _ in range(60):
         k = random_k_vector(rng)
         p = math.prod(k)
@@ -298,12 +346,20 @@ def test_radix_k_bandwidth_is_n_p_minus_1_over_p_for_random_k_vectors():
         assert sum(Fraction(ki - 1, math.prod(k[:i + 1])) for i, ki in enumerate(k)) == Fraction(p - 1, p)
         count = p * rng.randint(1, 9)
         sched = radix_k(p, k=k, count=count)
-        rep = report(sched)
         n = count * comp.PIXEL_BYTES
-        assert rep.cost.beta == n * (p - 1) / p
-        assert rep.bytes_total == n * (p - 1)             # every rank sends n(p − 1)/p
-        assert rep.max_bytes_per_rank == n * (p - 1) // p
-        assert rep.cost.alpha == sum(x - 1 for x in k) == rep.rounds
+        if p <= 256:
+            rep = report(sched)
+            assert rep.cost.beta == n * (p - 1) / p
+            assert rep.bytes_total == n * (p - 1)             # every rank sends n(p − 1)/p
+            assert rep.max_bytes_per_rank == n * (p - 1) // p
+            assert rep.cost.alpha == sum(x - 1 for x in k) == rep.rounds
+            checked["report"] += 1
+        elif p <= 4096:
+            sends = [op for op in sched.ops_for(rng.randrange(p)) if op.kind == "send"]
+            assert len(sends) == sum(x - 1 for x in k)
+            assert sum(len(op.blocks) for op in sends) * (n // p) == n * (p - 1) // p
+            checked["rank"] += 1
+    assert checked["report"] >= 15 and checked["rank"] >= 10, checked
 
 
 @pytest.mark.parametrize("p", [1, 2, 4, 6, 8, 13, 16, 24, 32])
@@ -328,8 +384,8 @@ def test_registry_entries_carry_table1_rows():
     cat = catalogue()
     for name in NAMES:
         info = cat[("reduce_scatter", name)]
-        assert info.noncommutative and "Table 1" in info.cost and "β" in info.cost
-    assert "Σ(k_i − 1)" in cat[("reduce_scatter", "radix_k")].cost
+        assert info.noncommutative and "Table 1" in info.cost_formula and "β" in info.cost_formula
+    assert "Σ(k_i − 1)" in cat[("reduce_scatter", "radix_k")].cost_formula
     assert not cat[("reduce_scatter", "binary_swap")].supports(12, {})
     assert cat[("reduce_scatter", "radix_k")].supports(12, {"k": [4, 3]})
     assert not cat[("reduce_scatter", "radix_k")].supports(12, {"k": [4, 4]})
@@ -445,19 +501,37 @@ def test_hypothesis_any_p_and_image_size(data, p, n, name, gather):
     assert relative_error(picture, serial(images, order)) <= 1e-6
 
 
-# ---- scale: the array views stream without per-rank objects ------------------------------------
+# ---- scale: one rank's ops at the papers' sizes, without every rank's ----------------------------
 
-def test_large_p_streams():
+def test_large_p_builds_one_rank_only():
+    """``ops_for(rank)`` at the papers' sizes builds that rank's ops only: radix-k's
+    Σ(k_i − 1) steps, each one send, one receive and one composite (a group of g pieces
+    takes g − 1 composites), the last ones into ``data`` on exactly the rank's block."""
     p = 1 << 16
-    for sched in (radix_k(p), radix_k(p, k="primes"), binary_swap(p), two_three_swap(p - 3)):
-        rep = report(sched)
-        assert rep.cost.alpha == rep.rounds
-        assert sched._ops is None, "the array view must not build per-rank ops"
-    rep = report(radix_k(34816))              # the paper's largest run, §4.2
-    assert rep.rounds == sum(x - 1 for x in default_k(34816))
+    rng = random.Random(16)
     order = np.random.default_rng(0).permutation(512).tolist()
-    sched = shift_based(512, depth_order=order)
-    assert report(sched).rounds == 511 and sched._ops is None
+    cases = [(radix_k(p), sum(x - 1 for x in default_k(p))),
+             (radix_k(p, k="primes"), 16), (binary_swap(p), 16),
+             (radix_k(34816), sum(x - 1 for x in default_k(34816))),    # the paper's largest run, §4.2
+             (shift_based(512, depth_order=order), 511)]
+    for sched, steps in cases:
+        rank = rng.randrange(sched.p)
+        ops = sched.ops_for(rank)
+        assert sched.pattern._ops is None, "ops_for must not build every rank's ops"
+        kinds = [op.kind for op in ops]
+        assert kinds.count("send") == kinds.count("recv") == kinds.count("reduce") == steps, sched.label()
+        assert {op.round for op in ops} == set(range(steps))
+        last = [op for op in ops if op.kind == "reduce" and op.round == steps - 1 and op.dst == "data"]
+        block = sched.result_blocks(rank)[0]
+        assert last and all(list(op.blocks) == [block] for op in last), sched.label()
+    # 2-3 swap at 2^16 − 3: groups of three (the first is ranks 0..2), then of four. Rank 0 sends
+    # its group's back half, 14 binary-swap halves and rank 2's block; rank 2 is eliminated
+    sched = two_three_swap(p - 3)
+    kinds = [[op.kind for op in sched.ops_for(rank)] for rank in (0, 2)]
+    assert kinds[0].count("send") == 16 and kinds[0].count("recv") == 2 + 14
+    assert kinds[1] == ["send", "send", "recv"] and sched.pattern._ops is None
+    rep = report(radix_k(256))
+    assert rep.rounds == rep.cost.alpha == sum(x - 1 for x in default_k(256))
 
 
 def test_docstring_examples():

@@ -113,6 +113,16 @@ def test_figure_1_right_pairwise_exchange_p5():
         (2, [(0, 2), (1, 3), (2, 0), (3, 1)]),
         (3, [(0, 4)]),
     ]
+    # exact dependencies: rank 0 enters the butterfly once it has reduced
+    # rank 4's input, and hands the result back after its last reduction;
+    # rank 4 receives the result into the buffer its own send read
+    ops0 = pairwise_exchange(5, leftover="last").ops_for(0)
+    assert [(op.kind, op.round, op.deps) for op in ops0 if op.kind == "send"] == [
+        ("send", 1, (1,)), ("send", 2, (4,)), ("send", 3, (7,))]
+    chunks = list(pairwise_exchange(5, leftover="last").program())
+    assert [(c.round, c.first_id, c.rank.tolist()) for c in chunks[::3]] == [(0, 0, [0, 0, 4]), (3, 27, [0, 4])]
+    assert chunks[3].deps_of(0).tolist() == [chunks[2].first_id + 2]   # rank 0's reduce of round 2
+    assert chunks[3].deps_of(1).tolist() == [2]                         # rank 4's send of round 0
 
 
 def test_figure_1_left_virtual_processes_p5():
@@ -122,6 +132,12 @@ def test_figure_1_left_virtual_processes_p5():
     assert pairs[1] == [(0, 2), (1, 3), (1, 4), (2, 0), (3, 1), (4, 1)]                   # 5<->7, 4<->6
     assert pairs[2] == [(0, 1), (0, 4), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2), (4, 0)]   # 1<->5, 2<->6, 3<->7
     assert report(butterfly_virtual(5)).max_messages_per_rank == 6      # two roles, 3 rounds
+    # rank 0 posts for role 0, then for role 5, whose first send waits only
+    # for the copy of rank 0's input
+    ops0 = butterfly_virtual(5).ops_for(0)
+    assert [(op.kind, getattr(op, "peer", None), getattr(op, "buf", None) or op.dst, op.deps) for op in ops0[:7]] == [
+        ("copy", None, "virt", ()), ("send", 1, "data", ()), ("recv", 1, "tmp", ()), ("reduce", None, "data", (0, 1, 2)),
+        ("send", 4, "virt", (0,)), ("recv", 4, "vtmp", ()), ("reduce", None, "virt", (0, 4, 5))]
     assert report(butterfly_virtual(8)).max_messages_per_rank == 3
 
 

@@ -4,7 +4,9 @@ verifier, exact agreement with a serial reduction on uneven blocks, round
 counts and α-β-γ closed forms."""
 
 import doctest
+import itertools
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 from topocoll.errors import SpecError, VerificationError
 from topocoll.schedules import report, ring
+from topocoll.schedules.program import KIND_CODES, LEFT_SIDE, RIGHT_SIDE
 from topocoll.schedules.ring import rabenseifner, ring_allgather, ring_allreduce, ring_reduce_scatter
 from topocoll.verify import check_against_reference, integer_inputs, verify
 from topocoll.verify.testing import assert_views_equal, round_rows
@@ -100,12 +103,21 @@ def test_rabenseifner_ownership_after_halving():
     p, k = 8, 3
     sched = rabenseifner(p, count=8, itemsize=1)
     for n in range(p):
-        last = [op.blocks for op in sched.ops[n] if op.kind == "reduce" and op.round == k - 1]
+        last = [tuple(op.blocks) for op in sched.ops_for(n) if op.kind == "reduce" and op.round == k - 1]
         assert last == [(int(f"{n:03b}"[::-1], 2),)]
     halving = list(sched.rounds())[:k]
     assert [sorted(set(r.nbytes.tolist())) for r in halving] == [[4], [2], [1]]
-    assert round_rows(halving[0])[:2] == [(0, 1, 4, -1, 4), (1, 0, 4, -1, 4)]
-    assert round_rows(halving[2])[:2] == [(0, 4, 1, 1, 1), (1, 5, 1, 1, 1)]
+    assert [sorted(set(r.reduce_bytes.tolist())) for r in halving] == [[4], [2], [1]]
+    assert round_rows(halving[0])[:2] == [(0, 1, 4), (1, 0, 4)]
+    assert round_rows(halving[2])[:2] == [(0, 4, 1), (1, 5, 1)]
+    # exact dependencies: the first sends wait for nothing; rank 0's send of
+    # step j waits only for its reduction of step j - 1 (the blocks it sends)
+    ops0 = sched.ops_for(0)
+    assert [(op.kind, op.round, op.deps) for op in ops0[:9] if op.kind == "send"] == [
+        ("send", 0, ()), ("send", 1, (2,)), ("send", 2, (5,))]
+    chunks = list(sched.program())[:k]
+    assert [c.first_id for c in chunks] == [0, 3 * p, 6 * p]          # 3 ops per rank and step
+    assert [c.deps_of(0).tolist() for c in chunks] == [[], [2], [3 * p + 2]]
 
 
 @pytest.mark.parametrize("p", range(1, 41))
@@ -113,6 +125,66 @@ def test_array_view_equals_per_rank_view(p):
     for sched in (ring_allreduce(p, count=2 * p + 1), ring_reduce_scatter(p, count=p + 1, itemsize=4),
                   ring_allgather(p, count=3 * p - 1), rabenseifner(p, count=p + 5, itemsize=2)):
         assert_views_equal(sched)
+
+
+def global_ids(ops, p, rank):
+    """Global op ids of one rank's ops in a circulant program, from that rank's
+    ops alone: chunks are rounds, every rank has the same number of ops in a
+    round, and rows are rank-major in posting order."""
+    per_round = Counter(op.round for op in ops)
+    first, total = {}, 0
+    for t in sorted(per_round):
+        first[t], total = total, total + p * per_round[t]
+    seen = Counter()
+    out = []
+    for op in ops:
+        out.append(first[op.round] + rank * per_round[op.round] + seen[op.round])
+        seen[op.round] += 1
+    return first, out
+
+
+def assert_row_is_op(chunk, row, op, buffers, block_bytes, gid):
+    """Program row ``row`` of ``chunk`` describes ``op`` (its deps as global ids)."""
+    assert chunk.kind[row] == KIND_CODES[op.kind]
+    if op.kind in ("send", "recv"):
+        assert (chunk.peer[row], chunk.tag[row], buffers[chunk.buf[row]]) == (op.peer, op.tag, op.buf)
+        dst, src = (op.into, op.blocks) if op.kind == "recv" else (op.blocks, op.blocks)
+        assert chunk.side[row] == -1
+    else:
+        assert (chunk.peer[row], chunk.tag[row]) == (-1, -1)
+        assert (buffers[chunk.buf[row]], buffers[chunk.src_buf[row]]) == (op.dst, op.src)
+        dst, src = op.blocks, (op.blocks if op.kind == "reduce" else op.src_blocks)
+        assert chunk.side[row] == ((LEFT_SIDE if op.side == "left" else RIGHT_SIDE) if op.kind == "reduce" else -1)
+    runs = chunk.runs_of(row)
+    assert [b for d, _, n in runs for b in range(d, d + n)] == list(dst)
+    assert [b for _, s, n in runs for b in range(s, s + n)] == list(src)
+    assert chunk.nbytes[row] == int(block_bytes[list(dst)].sum())
+    assert chunk.deps_of(row).tolist() == [gid[d] for d in op.deps]
+
+
+@settings(max_examples=4, deadline=None)
+@given(p=st.integers(1, 2**16), extra=st.integers(0, 99), data=st.data(),
+       make=st.sampled_from([ring_allreduce, ring_reduce_scatter, ring_allgather]))
+def test_ring_program_equals_ops_for_at_large_p(p, extra, data, make):
+    # the vectorised circulant program, read for a few ranks in its first
+    # rounds, equals those ranks' own ops: no rank's ops but theirs are built
+    sched = make(p, count=p + extra)                 # uneven blocks, wrapping runs
+    ranks = data.draw(st.lists(st.integers(0, p - 1), min_size=1, max_size=2, unique=True), label="ranks")
+    program = sched.program()
+    chunks = list(itertools.islice(program, data.draw(st.integers(1, 3), label="rounds")))
+    for rank in ranks:
+        ops = sched.ops_for(rank)
+        first, gid = global_ids(ops, p, rank)
+        by_round = {}
+        for i, op in enumerate(ops):
+            by_round.setdefault(op.round, []).append(i)
+        for chunk in chunks:
+            assert chunk.first_id == first[chunk.round]
+            rows = np.flatnonzero(chunk.rank == rank)
+            mine = by_round[chunk.round]
+            assert (chunk.first_id + rows).tolist() == [gid[i] for i in mine]
+            for row, i in zip(rows.tolist(), mine):
+                assert_row_is_op(chunk, row, ops[i], program.buffers, sched.block_bytes, gid)
 
 
 @settings(max_examples=60, deadline=None)

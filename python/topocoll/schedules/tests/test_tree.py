@@ -8,6 +8,7 @@ from topocoll.errors import SpecError, VerificationError
 from topocoll.schedules import report
 from topocoll.schedules.tree import binomial_allreduce, binomial_bcast, binomial_reduce
 from topocoll.verify import affine, affine_inputs, check_against_reference, integer_inputs, verify
+from topocoll.verify.testing import assert_views_equal
 
 
 @pytest.mark.parametrize("p", range(1, 21))
@@ -37,6 +38,32 @@ def test_round_counts(p):
     if p > 1:
         assert report(binomial_reduce(p, root=p - 1)).rounds == k + 1
     assert report(binomial_bcast(p)).messages == p - 1
+
+
+def test_exact_dependencies():
+    # P = 8, rank 4 (relative rank 4) reduces what 5 and 6 send, then sends to
+    # 0 once its last reduction is done: each op waits only for the ops whose
+    # data it reads or overwrites (the receive into tmp also waits for the
+    # reduction still reading tmp)
+    sched = binomial_reduce(8)
+    assert [(op.kind, op.round, op.deps) for op in sched.ops_for(4)] == [
+        ("recv", 0, ()), ("reduce", 0, (0,)), ("recv", 1, (0, 1)), ("reduce", 1, (1, 2)), ("send", 2, (3,))]
+    chunks = list(sched.program())
+    assert [c.rank.tolist() for c in chunks[1:]] == [[0, 0, 2, 4, 4, 6], [0, 0, 4]]
+    assert chunks[2].deps_of(2).tolist() == [chunks[1].first_id + 4]   # rank 4's reduce of round 1
+    # the broadcast forwards as soon as the data arrived: rank 1's two sends
+    # both wait for its receive only, not for each other
+    assert [(op.kind, op.peer, op.deps) for op in binomial_bcast(8).ops_for(1)] == [
+        ("recv", 0, ()), ("send", 3, (0,)), ("send", 5, (0,))]
+
+
+@pytest.mark.parametrize("p", [1, 2, 5, 8, 13])
+def test_views_agree(p):
+    for root in range(p):
+        for sched in (binomial_reduce(p, root=root), binomial_reduce(p, root=root, order="relative"),
+                      binomial_bcast(p, root=root)):
+            assert_views_equal(sched)
+    assert_views_equal(binomial_allreduce(p, count=3))
 
 
 def test_bst_idles_ranks():

@@ -1,0 +1,126 @@
+"""Command-line value types shared by every verb: bounded, finite, one-line errors.
+
+Each function takes the text of one argument and returns its value, or raises
+:class:`argparse.ArgumentTypeError` (argparse then names the option; the
+CLI prints one line ``topocoll: error: argument --x: ...`` and exits 2) or
+:class:`~topocoll.errors.SpecError`. Units are SI (s, B, B/s); sizes accept
+the binary suffixes K, M, G (and KiB, MiB, GiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from pathlib import Path
+from typing import Callable
+
+from .errors import SpecError
+from .schedules.sizes import MAX_BYTES
+
+__all__ = ["bounded_int", "finite_float", "parse_size", "parse_sizes", "positive_int", "seed", "writable_file"]
+
+#: seeds are 64-bit
+MAX_SEED = (1 << 64) - 1
+_INT = re.compile(r"[+-]?\d{1,30}")
+
+
+def _int(text: str, expected: str) -> int:
+    t = str(text).strip()
+    if not _INT.fullmatch(t):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer, expected {expected}")
+    return int(t)
+
+
+def bounded_int(low: int, high: int | None = None, *, what: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in ``low .. high`` (``what`` names it)."""
+    expected = (f"an integer in {low}..{high}" if high is not None else f"an integer >= {low}") \
+        + (f" ({what})" if what else "")
+
+    def parse(text: str) -> int:
+        value = _int(text, expected)
+        if value < low or (high is not None and value > high):
+            if value < low and low == 1 and high is None:
+                raise argparse.ArgumentTypeError(f"{value} is not positive, expected a positive integer")
+            raise argparse.ArgumentTypeError(f"{value} is out of range, expected {expected}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_int(text: str) -> int:
+    """A positive integer (at most 30 digits; callers bound it further)."""
+    return bounded_int(1)(text)
+
+
+#: seed of a random choice: 0 .. 2^64 − 1
+seed = bounded_int(0, MAX_SEED, what="a seed")
+
+
+def finite_float(*, minimum: float = 0.0, strict: bool = False, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a finite number ``>= minimum`` (``> minimum`` if ``strict``)."""
+    expected = f"a finite number {'>' if strict else '>='} {minimum:g}" + (f" ({unit})" if unit else "")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number, expected {expected}") from None
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range, expected {expected}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
+          "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
+_SIZE = re.compile(r"(\d{1,16}(?:\.\d{0,16})?|\.\d{1,16})\s*([A-Za-z]*)")
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``8``, ``64K``, ``1M``, ``2G``, ``1.5K`` (binary multiples),
+    a whole number of bytes in ``1 .. MAX_BYTES`` (1 TiB).
+
+    Examples
+    --------
+    >>> parse_size("64K"), parse_size("1.5K")
+    (65536, 1536)
+    """
+    m = _SIZE.fullmatch(str(text).strip())
+    unit = m.group(2).upper() if m else None
+    if not m or unit not in _UNITS:
+        raise SpecError(f"message size {text!r}, expected bytes such as 8, 64K, 1M")
+    value = float(m.group(1)) * _UNITS[unit]
+    if value <= 0 or value != int(value):
+        raise SpecError(f"message size {text!r}, expected a positive whole number of bytes")
+    if value > MAX_BYTES:
+        raise SpecError(f"message size {text!r}, expected at most {MAX_BYTES} bytes (1 TiB)")
+    return int(value)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``8,64K,4M`` → ``[8, 65536, 4194304]`` (at least one size)."""
+    parts = [t for t in str(text).split(",") if t.strip()]
+    if not parts:
+        raise SpecError(f"--sizes {text!r}, expected sizes such as 8,64K,4M")
+    return [parse_size(t) for t in parts]
+
+
+def writable_file(option: str, path: str | os.PathLike) -> Path:
+    """``path`` as a file we can create: its directory exists (checked before
+    any work is done, so a typo does not cost the run)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not str(path).strip() or p.is_dir():
+        raise SpecError(f"{option} {str(path)!r}, expected a file name to write")
+    if not parent.is_dir():
+        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} does not exist, expected an "
+                        "existing directory")
+    if not os.access(parent, os.W_OK):
+        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} is not writable, expected a "
+                        "writable directory")
+    return p

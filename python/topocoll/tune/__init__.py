@@ -1,0 +1,11 @@
+"""Tuning: which algorithm, with which parameters, is fastest — as library calls.
+
+:func:`rank` orders every algorithm of a collective by a model's estimate
+(:mod:`topocoll.sim`), for a number of ranks and message sizes in MPI's
+convention (:mod:`topocoll.schedules.sizes`). ``topocoll compare`` and
+``topocoll demo`` print its rows; the tuner calls it directly.
+"""
+
+from .rank import Ranked, rank
+
+__all__ = ["Ranked", "rank"]
