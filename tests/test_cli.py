@@ -58,3 +58,112 @@ def test_show_prints_rounds_and_partial_results(capsys):
     out = capsys.readouterr().out
     assert "round 1" in out and "1 → 0" in out
     assert "rank   0: x0..x3" in out
+
+
+# ---- issue 8: every defect found gives one line and exit 2 -------------------------------------
+
+def one_line_error(argv, capsys):
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert code == 2, (argv, captured.out, captured.err)
+    assert captured.err.startswith("topocoll: error: ") and captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["compare", "nosuch", "-P", "8"], "collective 'nosuch', expected one of allgather, allreduce"),
+    (["algorithms", "nosuch"], "collective 'nosuch', expected one of"),
+    (["compare", "allreduce", "-P", "8", "--alpha", "-1"], "argument --alpha: '-1' is out of range"),
+    (["compare", "allreduce", "-P", "8", "--bandwidth", "nan"], "argument --bandwidth: 'nan' is out of range"),
+    (["compare", "allreduce", "-P", "8", "--bandwidth", "0"], "expected a finite number > 0"),
+    (["compare", "allreduce", "-P", "8", "--reduce-bandwidth", "0"], "argument --reduce-bandwidth"),
+    (["compare", "allreduce", "-P", "8", "--sizes", "1e30"], "message size '1e30', expected at most"),
+    (["compare", "allreduce", "-P", "8", "--sizes", "inf"], "message size 'inf', expected bytes"),
+    (["compare", "allreduce", "-P", "8", "--sizes", "nan"], "message size 'nan', expected bytes"),
+    (["compare", "allreduce", "-P", "8", "--sizes", "1" * 40], "expected at most 1099511627776 bytes"),
+    (["compare", "allreduce", "-P", "8", "--sizes", ","], "--sizes ',', expected sizes"),
+    (["verify", "allreduce", "ring", "-P", "99999999999999999999999"], "P=99999999999999999999999, expected 1.."),
+    (["verify", "allreduce", "ring", "-P", "1000000000"], "P=1000000000, expected 1..1048576"),
+    (["verify", "allreduce", "ring", "-P", "1000000"], "expected at most 4194304 for a per-rank view"),
+    (["verify", "allreduce", "ring", "-P", "4", "--param", "count=" + "1" + "0" * 30], "count=1000000000"),
+    (["verify", "allreduce", "nway_dissemination", "-P", "8", "--param", "n=1000000000"], "expected an integer in 1..7"),
+    (["verify", "allreduce", "nway_dissemination_unadapted", "-P", "8", "--param", "n=1000000000"], "1..7"),
+    (["verify", "barrier", "dissemination", "-P", "8", "--param", "n=1000000000"], "1..7"),
+    (["verify", "alltoall", "bruck", "-P", "6", "--param", "k=1000000000"], "k=1000000000, expected"),
+    (["verify", "alltoall", "randomized", "-P", "6", "--param", "packets=100000000"], "packets=100000000"),
+    (["verify", "alltoall", "two_phase_schedule", "-P", "6", "--param", "shape=4x2"], "expected p=6"),
+    (["verify", "--all", "--max-procs", "100000"], "argument --max-procs: 100000 is out of range"),
+    (["verify", "--all", "allreduce"], "verify --all takes no COLLECTIVE"),
+    (["show", "allreduce", "ring", "-P", "1000000"], "for a per-rank view"),
+    (["compare", "allreduce", "-P", "16", "--topology", "kary:4,2", "--bandwidth", "1e9"],
+     "--bandwidth 1e+09 with --topology kary:4,2, expected one of them"),
+    (["compare", "allreduce", "-P", "16", "--routing", "d-mod-k"], "--routing given without --topology"),
+    (["compare", "allreduce", "-P", "8", "--op", "frob"], "op='frob', expected one of"),
+    (["demo", "-P", "100000"], "argument -P/--procs: 100000 is out of range"),
+])
+def test_issue_8_defects_are_one_line_exit_2(argv, fragment, capsys):
+    assert fragment in one_line_error(argv, capsys)
+
+
+def test_bad_draw_path_fails_before_any_work(capsys):
+    err = one_line_error(["topo", "kary:4,2", "--pattern", "random", "--draw", "/nonexistent/dir/x.svg"], capsys)
+    assert "--draw '/nonexistent/dir/x.svg': directory '/nonexistent/dir' does not exist" in err
+
+
+def test_huge_composite_images_are_refused(capsys):
+    err = one_line_error(["composite", "-P", "4", "--algorithm", "direct_send", "--width", "100000",
+                          "--height", "100000"], capsys)
+    assert "--width: 100000 is out of range" in err
+    err = one_line_error(["composite", "-P", "4", "--algorithm", "direct_send", "--width", "60000",
+                          "--height", "60000"], capsys)
+    assert "expected at most 1073741824 (1 GiB)" in err
+
+
+def test_two_phase_schedule_in_one_and_two_dimensions(capsys):
+    for shape, mapping in (("3x2", "mapping=xy"), ("6", "mapping=x"), ("6x", "mapping=x")):
+        assert main(["verify", "alltoall", "two_phase_schedule", "-P", "6", "--param", f"shape={shape}"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("OK alltoall/two_phase_schedule(p=6") and mapping in out, out
+
+
+def test_compare_alltoall_uses_bytes_per_destination(capsys):
+    # the issue's case: an empty table with exit 0 before the MPI convention
+    assert main(["compare", "alltoall", "--sizes", "4K", "-P", "144"]) == 0
+    out = capsys.readouterr().out
+    assert "message size 4 KiB (per destination)" in out
+    rows = [line for line in out.splitlines() if line[:1].isdigit()]
+    assert len(rows) >= 5 and rows[0].split()[1] == "shift"
+    assert "572 KiB" in rows[0]           # 143 destinations × 4 KiB sent by each rank
+
+
+def test_compare_ranks_with_registry_defaults(capsys):
+    assert main(["compare", "allreduce", "-P", "13", "--sizes", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "nway_dissemination  n=2" in out          # n="auto" from the registry: smallest usable n at 13
+    assert main(["compare", "allreduce", "-P", "8", "--sizes", "8", "--op", "max"]) == 0
+    assert "butterfly_virtual" in capsys.readouterr().out
+
+
+def test_compare_on_a_network(capsys):
+    assert main(["compare", "allreduce", "-P", "16", "--sizes", "64K", "--topology", "kary:4,2",
+                 "--order", "random", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "static contention model" in out and "(seed 3)" in out and "hottest link" in out
+
+
+def test_algorithms_shows_needs_supports_and_costs(capsys):
+    assert main(["algorithms", "allreduce"]) == 0
+    out = capsys.readouterr().out
+    assert "commutative, idempotent" in out and "(n, P) with an adaption" in out
+    assert "2(P − 1)α" in out
+
+
+def test_no_module_imports_the_cli():
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "python" / "topocoll"
+    offenders = [str(path) for path in root.rglob("*.py") if path.name != "cli.py"
+                 and re.search(r"from \.+cli import|import topocoll\.cli|from topocoll\.cli import|"
+                               r"from \.\. import cli|from \. import cli", path.read_text())]
+    assert not offenders, offenders

@@ -101,7 +101,7 @@ def test_p_is_bounded_before_generating(p):
     ("alltoall", "virtual_mesh", 6, {"d": 10**6}, r"d=1000000, expected an integer in 1\.\.20"),
     ("alltoall", "two_phase_schedule", 6, {"shape": "1x2x3x1"}, r"expected 1 to 3 sizes"),
     ("alltoall", "two_phase_schedule", 6, {"mapping": list(range(7))}, r"mapping has 7 entries, expected p=6"),
-    ("reduce", "binomial", 4, {"root": 4}, r"root=4, expected an integer in 0\.\.3"),
+    ("reduce", "binomial", 4, {"root": 4}, r"root=4, expected a rank in 0\.\.3"),
     ("reduce", "binomial", 4, {"order": "sideways"}, r"order='sideways', expected one of 'rank', 'relative'"),
     ("reduce_scatter", "radix_k", 12, {"k": [2] * 40}, r"k has 40 radices, expected at most 4"),
     ("reduce_scatter", "direct_send", 4, {"depth_order": [0, 1, 2, 99]}, r"depth_order entry=99"),

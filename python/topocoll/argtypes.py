@@ -13,13 +13,15 @@ import argparse
 import math
 import os
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from .errors import SpecError
 from .schedules.sizes import MAX_BYTES
 
-__all__ = ["bounded_int", "finite_float", "parse_size", "parse_sizes", "positive_int", "seed", "writable_file"]
+__all__ = ["bounded_int", "finite_float", "parse_params", "parse_size", "parse_sizes", "parse_value", "positive_int",
+           "seed", "writable_file"]
 
 #: seeds are 64-bit
 MAX_SEED = (1 << 64) - 1
@@ -40,9 +42,10 @@ def bounded_int(low: int, high: int | None = None, *, what: str = "") -> Callabl
 
     def parse(text: str) -> int:
         value = _int(text, expected)
+        if value < low and low == 1:
+            raise argparse.ArgumentTypeError(f"{value} is not positive, expected "
+                                             + ("a positive integer" if high is None else expected))
         if value < low or (high is not None and value > high):
-            if value < low and low == 1 and high is None:
-                raise argparse.ArgumentTypeError(f"{value} is not positive, expected a positive integer")
             raise argparse.ArgumentTypeError(f"{value} is out of range, expected {expected}")
         return value
 
@@ -77,28 +80,34 @@ def finite_float(*, minimum: float = 0.0, strict: bool = False, unit: str = "") 
 
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
-          "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
-_SIZE = re.compile(r"(\d{1,16}(?:\.\d{0,16})?|\.\d{1,16})\s*([A-Za-z]*)")
+          "G": 1024**3, "GB": 1024**3, "GIB": 1024**3, "T": 1024**4, "TB": 1024**4, "TIB": 1024**4}
+_SIZE = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)")
 
 
 def parse_size(text: str) -> int:
-    """Bytes from ``8``, ``64K``, ``1M``, ``2G``, ``1.5K`` (binary multiples),
-    a whole number of bytes in ``1 .. MAX_BYTES`` (1 TiB).
+    """Bytes from ``8``, ``64K``, ``1M``, ``2G``, ``1.5K``, ``1e6`` (binary
+    multiples), a whole number of bytes in ``1 .. MAX_BYTES`` (1 TiB).
 
     Examples
     --------
-    >>> parse_size("64K"), parse_size("1.5K")
-    (65536, 1536)
+    >>> parse_size("64K"), parse_size("1.5K"), parse_size("1e3")
+    (65536, 1536, 1000)
     """
     m = _SIZE.fullmatch(str(text).strip())
     unit = m.group(2).upper() if m else None
     if not m or unit not in _UNITS:
         raise SpecError(f"message size {text!r}, expected bytes such as 8, 64K, 1M")
-    value = float(m.group(1)) * _UNITS[unit]
-    if value <= 0 or value != int(value):
-        raise SpecError(f"message size {text!r}, expected a positive whole number of bytes")
+    try:
+        value = Decimal(m.group(1))          # exact: no float rounding, no overflow
+    except InvalidOperation:
+        raise SpecError(f"message size {text!r}, expected bytes such as 8, 64K, 1M") from None
     if value > MAX_BYTES:
         raise SpecError(f"message size {text!r}, expected at most {MAX_BYTES} bytes (1 TiB)")
+    value *= _UNITS[unit]
+    if value > MAX_BYTES:
+        raise SpecError(f"message size {text!r}, expected at most {MAX_BYTES} bytes (1 TiB)")
+    if value <= 0 or value != value.to_integral_value():
+        raise SpecError(f"message size {text!r}, expected a positive whole number of bytes")
     return int(value)
 
 
@@ -124,3 +133,28 @@ def writable_file(option: str, path: str | os.PathLike) -> Path:
         raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} is not writable, expected a "
                         "writable directory")
     return p
+
+
+def parse_value(text: str):
+    """``8`` -> 8, ``8,4,2`` -> [8, 4, 2], ``2.5`` -> 2.5, anything else stays
+    a string (``3x2``, ``6x``: shapes; the parameter's spec decides)."""
+    if "," in text:
+        return [parse_value(t) for t in text.split(",") if t]
+    t = text.strip()
+    if re.fullmatch(r"[+-]?[0-9]{1,4000}", t):
+        return int(t)
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def parse_params(items: Sequence[str] | None) -> dict:
+    """``["n=2", "k=4,3"]`` → ``{"n": 2, "k": [4, 3]}`` (values by :func:`parse_value`)."""
+    params = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"--param {item!r}, expected NAME=VALUE (e.g. n=2)")
+        params[key.strip()] = parse_value(value.strip())
+    return params

@@ -15,10 +15,9 @@ import importlib
 import sys
 from typing import Sequence
 
-from .argtypes import bounded_int, finite_float, parse_sizes, positive_int, seed
+from .argtypes import bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
 from .errors import SpecError, TopocollError, VerificationError
-from .schedules import generate, report
-from .schedules.metrics import check_per_rank_view
+from .schedules import report
 from .schedules.registry import MAX_P, catalogue, check_collective, lookup, needs_text
 from .schedules.sizes import CONVENTION
 from .sim import AlphaBetaGamma, Platform, StaticContention, make_network
@@ -43,30 +42,6 @@ class _Parser(argparse.ArgumentParser):
         raise SpecError(message.replace("\n", " "))
 
 
-def parse_value(text: str):
-    """``8`` -> 8, ``8,4,2`` -> [8, 4, 2], ``2.5`` -> 2.5, anything else stays
-    a string (``3x2``, ``6x``: shapes; the parameter's spec decides)."""
-    if "," in text:
-        return [parse_value(t) for t in text.split(",") if t]
-    t = text.strip()
-    if t.lstrip("+-").isdigit() and t.isascii():
-        return int(t)
-    try:
-        return float(t)
-    except ValueError:
-        return t
-
-
-def parse_params(items: Sequence[str] | None) -> dict:
-    params = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SpecError(f"--param {item!r}, expected NAME=VALUE (e.g. n=2)")
-        params[key.strip()] = parse_value(value.strip())
-    return params
-
-
 # ---- verbs -----------------------------------------------------------------
 
 def cmd_algorithms(args) -> int:
@@ -85,9 +60,9 @@ def cmd_algorithms(args) -> int:
 
 def _schedule(args):
     """The schedule named on the command line, small enough for a per-rank view."""
-    sched = generate(args.collective, args.algorithm, args.procs, **parse_params(args.param))
-    check_per_rank_view(sched)
-    return sched
+    info, params = lookup(args.collective, args.algorithm), parse_params(args.param)
+    info.check_size(args.procs, params)
+    return info.generate(args.procs, **params)
 
 
 def cmd_verify(args) -> int:
@@ -220,8 +195,8 @@ def cmd_demo(args) -> int:
         if info.collective != "allreduce":
             continue
         try:
+            info.check_size(p, info.compare)
             sched = info.generate(p, **info.compare)
-            check_per_rank_view(sched)
         except TopocollError as exc:
             print(f"   {info.name:<28} not available at P={p}: {exc}")
             continue

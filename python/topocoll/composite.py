@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .argtypes import bounded_int, seed, writable_file
+from .argtypes import MAX_SEED, bounded_int, writable_file
 from .errors import SpecError
 
 #: command-line limits: every rank's image lives in this one process
@@ -294,8 +294,8 @@ def cmd_composite(args) -> int:
     if k is not None and args.algorithm != "radix_k":
         raise SpecError(f"--k given for {args.algorithm}, expected --k only with --algorithm radix_k")
     seed = args.seed
-    if seed < 0:
-        raise SpecError(f"--seed {seed}, expected a non-negative integer")
+    if not 0 <= seed <= MAX_SEED:
+        raise SpecError(f"--seed {seed}, expected a non-negative integer below 2^64")
     order = None if args.order is None else [int(r) for r in read_depth_order(args.order, p)]
     images = [make_pattern(args.pattern, rank, p, args.width, args.height, seed=seed) for rank in range(p)]
     depths = None
@@ -351,7 +351,7 @@ def add_composite_parser(subparsers) -> None:
                    help=f"image height in pixels (at most {MAX_SIDE})")
     p.add_argument("--pattern", choices=PATTERNS, default="checker",
                    help="test images: checker (radix-k §4), random, sphere (default checker)")
-    p.add_argument("--seed", type=seed, default=0, help="seed of the random pattern (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random pattern (default 0)")
     p.add_argument("--threads", type=bounded_int(1, 1024, what="threads"),
                    help="threads for the over kernel (default 1)")
     p.add_argument("--save", metavar="PNG", help="write the composited picture here")

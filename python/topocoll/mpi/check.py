@@ -24,7 +24,7 @@ from .abort import run_or_abort
 
 
 def _parse(argv):
-    from ..cli import parse_params, positive_int
+    from ..argtypes import parse_params, positive_int
 
     parser = argparse.ArgumentParser(prog="python -m topocoll.mpi.check", description=__doc__.splitlines()[0])
     parser.add_argument("--collective", default="allreduce")
@@ -55,8 +55,8 @@ def main(argv=None) -> int:
     else:
         cases = [(info.name, {**info.sweep[0], **params}) for info in catalogue().values()
                  if info.collective == args.collective and info.supports(p, {**info.sweep[0], **params})
-                 and (args.op != "affine" or info.noncommutative)
-                 and (info.operators != "idempotent" or args.op == "max")]
+                 and (args.op != "affine" or not info.needs.commutative)
+                 and (not info.needs.idempotent or args.op == "max")]
     failures = 0
     for name, case_params in cases:
         count = args.count * p if args.collective == "alltoall" else args.count

@@ -175,8 +175,8 @@ def _rabenseifner(p, params, count, itemsize):
 
 # ---- all-to-all on a crossbar (Kumar & Heidelberger 2008; alltoall_cost) -------
 
-def _alltoall(name, formula):
-    @closed_form("alltoall", name, formula)
+def _alltoall(name, formula, messages=None):
+    @closed_form("alltoall", name, formula, messages=messages)
     def terms(p, params, count, itemsize):
         if count % p:
             return None
@@ -190,7 +190,8 @@ def _alltoall(name, formula):
 _alltoall("direct", "P·α + P(P−1)·m·β (round j funnels P − 1 messages into rank j)")
 _alltoall("shift", "(P−1)(α + m·β)")
 _alltoall("pairwise_exchange", "(P−1)(α + m·β)")
-_alltoall("randomized", "(P−1)α + m·β·Σ_t max_j |{i: π_i(t) = j}| (loads counted from the seeded permutations)")
+_alltoall("randomized", "(P−1)α + m·β·Σ_t max_j |{i: π_i(t) = j}| (loads counted from the seeded permutations)",
+          messages=lambda p, params: (p - 1) * params["packets"])
 _alltoall("bruck", "Σ_rounds Σ_messages (α + |J|·m·β); P = (k+1)^n: n·k·(α + (P/(k+1))·m·β)")
 _alltoall("two_phase_schedule", "(P−1)·α + ((L−1)·P/L + P−L)·m·β")
 _alltoall("virtual_mesh", "Σ_d (P_d − 1)·(α + (P/P_d)·m·β)")

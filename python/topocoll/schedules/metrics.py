@@ -15,13 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
 from .ir import Schedule
-
-#: messages of the largest schedule whose per-rank view topocoll builds (the
-#: symbolic verifier, ``show``, the reference executor): 2^22, about 1.5 GiB
-#: of per-rank operations
-MAX_PER_RANK_MESSAGES = 1 << 22
 
 
 @dataclass(frozen=True)

@@ -72,27 +72,30 @@ def _bounded_int(where, name, value, low, high, also="") -> int:
 class ParamSpec:
     """One parameter: what it means and how its value is checked.
 
-    ``check(where, p, value, params)`` returns the value to hand the generator
-    (normalised, e.g. ``6`` → ``"6"`` for a shape) or raises
+    ``check(where, p, value, params, default)`` returns the value to hand the
+    generator (normalised, e.g. ``6`` → ``"6"`` for a shape) or raises
     :class:`~topocoll.errors.SpecError`; ``params`` holds the call's other
-    parameters (``burst`` is bounded by ``packets``). ``resolve(p, params,
+    parameters (``burst`` is bounded by ``packets``), ``default`` the
+    algorithm's default (``k`` names a rule only where the default does). ``resolve(p, params,
     default)``, where given, computes the value to pass when the caller gave
     none (``mapping`` follows the shape's dimension count).
     """
 
     doc: str
-    check: Callable[[str, int, Any, dict], Any]
+    check: Callable[[str, int, Any, dict, Any], Any]
     resolve: Callable[[int, dict, Any], Any] | None = None
 
 
-def _ports(where, p, value, params):
+def _ports(where, p, value, params, default=None):
     if isinstance(value, str) and value == "auto":
         return value
     return _bounded_int(where, "n", value, 1, max(1, p - 1), " (at most P − 1 ports) or 'auto'")
 
 
-def _k(where, p, value, params):
+def _k(where, p, value, params, default=None):
     if isinstance(value, str):
+        if not isinstance(default, str):      # Bruck's k counts ports; radix-k's may name a rule
+            raise SpecError(f"{where}: k={value!r}, expected an integer in 1..{p} (at most P)")
         return value
     if _is_int(value):
         return _bounded_int(where, "k", value, 1, p, " (at most P)")
@@ -104,30 +107,32 @@ def _k(where, p, value, params):
     raise SpecError(f"{where}: k={value!r}, expected an integer, a list of radices or a rule name")
 
 
-def _rank(where, p, value, params, *, name="root", optional=False):
+def _rank(where, p, value, params, default=None, *, name="root", optional=False):
     if optional and value is None:
         return None
-    return _bounded_int(where, name, value, 0, p - 1, " (a rank)" + (" or None" if optional else ""))
+    if not _is_int(value) or not 0 <= value < p:
+        raise SpecError(f"{where}: {name}={value!r}, expected a rank in 0..{p - 1}" + (" or None" if optional else ""))
+    return int(value)
 
 
 def _choice(name, *choices):
-    def check(where, p, value, params):
+    def check(where, p, value, params, default=None):
         if not isinstance(value, str) or value not in choices:
             raise SpecError(f"{where}: {name}={value!r}, expected one of {', '.join(map(repr, choices))}")
         return value
     return check
 
 
-def _seed(where, p, value, params):
+def _seed(where, p, value, params, default=None):
     return _bounded_int(where, "seed", value, 0, MAX_SEED)
 
 
-def _packets(where, p, value, params):
+def _packets(where, p, value, params, default=None):
     return _bounded_int(where, "packets", value, 1, max(1, MAX_BLOCKS // p),
                         f" (P·packets at most {MAX_BLOCKS} blocks)")
 
 
-def _burst(where, p, value, params):
+def _burst(where, p, value, params, default=None):
     if value is None:
         return None
     packets = params.get("packets", 1)
@@ -155,19 +160,19 @@ def _sizes(where, name, value, max_dims):
     return text
 
 
-def _shape(where, p, value, params):
+def _shape(where, p, value, params, default=None):
     return _sizes(where, "shape", value, MAX_SHAPE_DIMS)
 
 
-def _dims(where, p, value, params):
+def _dims(where, p, value, params, default=None):
     return _sizes(where, "dims", value, MAX_MESH_DIMS)
 
 
-def _mesh_d(where, p, value, params):
+def _mesh_d(where, p, value, params, default=None):
     return _bounded_int(where, "d", value, 1, MAX_MESH_DIMS)
 
 
-def _linear(where, p, value, params):
+def _linear(where, p, value, params, default=None):
     if value is None or (isinstance(value, str) and value.lower() in AXES):
         return value
     if _is_int(value):
@@ -183,7 +188,7 @@ def _ranks(where, name, p, value):
     return [_bounded_int(where, f"{name} entry", v, 0, p - 1) for v in value]
 
 
-def _mapping(where, p, value, params):
+def _mapping(where, p, value, params, default=None):
     if isinstance(value, str):
         if not 1 <= len(value) <= MAX_SHAPE_DIMS:
             raise SpecError(f"{where}: mapping={value!r}, expected an axis order such as 'xyz'")
@@ -199,7 +204,7 @@ def _mapping_default(p, params, default):
     return default[:len(re.split(r"[x×*,]", shape))]
 
 
-def _depth_order(where, p, value, params):
+def _depth_order(where, p, value, params, default=None):
     if value is None:
         return None
     return _ranks(where, "depth_order", p, value)
@@ -210,7 +215,8 @@ SPECS: dict[str, ParamSpec] = {
     "k": ParamSpec("ports 1..P (Bruck) or radices with product P (radix-k)", _k),
     "root": ParamSpec("the root rank, 0..P−1", _rank),
     "gather_root": ParamSpec("rank that gathers the pieces (None: no gather)",
-                             lambda w, p, v, params: _rank(w, p, v, params, name="gather_root", optional=True)),
+                             lambda w, p, v, params, default=None: _rank(w, p, v, params, name="gather_root",
+                                                                            optional=True)),
     "leftover": ParamSpec("which ranks fold away for P ≠ 2^k", _choice("leftover", "neighbours", "last")),
     "order": ParamSpec("reduction order", _choice("order", "rank", "relative")),
     "seed": ParamSpec("seed of the random permutations, 0..2^64−1", _seed),
@@ -235,7 +241,7 @@ def check_params(where: str, p: int, params: dict, defaults: dict) -> dict:
     out = {}
     for name, value in params.items():
         spec = SPECS.get(name)
-        out[name] = value if spec is None else spec.check(where, p, value, params)
+        out[name] = value if spec is None else spec.check(where, p, value, params, defaults.get(name))
     for name, default in defaults.items():
         spec = SPECS.get(name)
         if name not in out and spec is not None and spec.resolve is not None:

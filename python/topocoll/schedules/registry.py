@@ -43,6 +43,12 @@ from .sizes import check_vector, from_bytes, schedule_args
 
 #: largest number of ranks a schedule may have (2^20)
 MAX_P = 1 << 20
+#: messages of the largest schedule whose per-rank view topocoll builds (the
+#: symbolic verifier, ``show``, the reference executor): 2^22, about 1.5 GiB of
+#: per-rank operations
+MAX_PER_RANK_MESSAGES = 1 << 22
+#: messages of the largest schedule a model streams when ranking (2^24)
+MAX_MODEL_MESSAGES = 1 << 24
 
 # modules holding generators and closed forms; imported by ``catalogue()``
 CATALOGUE_MODULES = (
@@ -59,7 +65,7 @@ NEEDS = {
 GENERIC_PARAMS = ("count", "itemsize")
 
 __all__ = [
-    "MAX_P", "NEEDS", "AlgorithmInfo", "ClosedForm", "algorithm", "catalogue", "check_procs", "closed_form",
+    "MAX_MODEL_MESSAGES", "MAX_P", "MAX_PER_RANK_MESSAGES", "NEEDS", "AlgorithmInfo", "ClosedForm", "algorithm", "catalogue", "check_procs", "closed_form",
     "generate", "lookup", "mpi_schedule", "needs_text", "operator_allows",
 ]
 
@@ -224,7 +230,7 @@ class AlgorithmInfo:
         ``P·α`` of the closed form (α counts a rank's messages, round by
         round) at an even vector and rank order, plus ``P`` for a final
         gather; ``P²·packets`` where no closed form applies. Guards what
-        cannot be built: a per-rank view (:data:`.metrics.MAX_PER_RANK_MESSAGES`).
+        cannot be built (:meth:`check_size`).
         """
         checked = self.check(p, params)
         p = int(p)
@@ -235,13 +241,23 @@ class AlgorithmInfo:
                 nominal[name] = None
         packets = nominal.get("packets", 1)
         form = self.closed_form
+        if form is not None and form.messages is not None:
+            return p * int(form.messages(p, nominal)) + extra
         if form is not None:
             terms = form.terms(p, nominal, p * (1 << (p.bit_length() - 1)) * packets, 1)
             if terms is not None:
                 return p * int(terms.alpha) + extra
-            if form.messages is not None:
-                return p * int(form.messages(p, nominal)) + extra
         return p * p * packets + extra
+
+    def check_size(self, p, params: dict | None = None, *, limit: int = MAX_PER_RANK_MESSAGES,
+                   purpose: str = "a per-rank view (verify, show)") -> int:
+        """Refuse, before generating, a schedule whose :meth:`message_bound`
+        passes ``limit``; returns the bound."""
+        bound = self.message_bound(p, params)
+        if bound > limit:
+            raise SpecError(f"{self.label} on P={int(p)}: up to {bound} messages, expected at most {limit} "
+                            f"for {purpose}: choose a smaller P")
+        return bound
 
     def counted_cost(self, p, params: dict | None = None, nbytes: int = 8, *, itemsize: int = 1) -> CostTerms:
         """The α-β-γ coefficients counted from the generated schedule's rounds."""
@@ -326,8 +342,8 @@ def algorithm(*, collective: str, name: str, needs, params: dict | None = None, 
 def closed_form(collective: str, name: str, formula: str, *, messages=None):
     """Decorator registering ``terms(p, params, count, itemsize)`` as the
     closed-form cost of (collective, name) (see :class:`ClosedForm`);
-    ``messages(p, params)``, where the terms do not always apply, bounds the
-    messages of one rank."""
+    ``messages(p, params)`` bounds the messages of one rank where the terms
+    do not always apply or cost more than counting them."""
     def wrap(terms):
         _CLOSED_FORMS[(collective, name)] = ClosedForm(formula, terms, messages)
         return terms

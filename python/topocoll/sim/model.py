@@ -202,7 +202,7 @@ class AlphaBetaGamma:
     >>> est = AlphaBetaGamma().estimate(generate("allreduce", "ring", 4, count=4, itemsize=8),
     ...                                 Platform(alpha=1e-6, bandwidth=1e9, reduce_bandwidth=1e9))
     >>> str(est.terms), round(est.time * 1e6, 3)
-    '6·α + 48·β + 24·γ', 6.072
+    ('6·α + 48·β + 24·γ', 6.072)
     """
 
     name = "α-β-γ"

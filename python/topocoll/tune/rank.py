@@ -2,9 +2,10 @@
 
 For every algorithm registered for the collective (with the parameters the
 registry declares for comparisons, :attr:`AlgorithmInfo.compare
-<topocoll.schedules.registry.AlgorithmInfo.compare>`), that exists at ``p``
-and whose schedule is correct for the operator, build the schedule for each
-message size (MPI's convention, :mod:`topocoll.schedules.sizes`) and ask the
+<topocoll.schedules.registry.AlgorithmInfo.compare>`) that exists at ``p``,
+whose schedule is correct for the operator and has at most
+:data:`~topocoll.schedules.registry.MAX_MODEL_MESSAGES` messages, build the
+schedule for each message size (MPI's convention, :mod:`topocoll.schedules.sizes`) and ask the
 model for its time. The α-β-γ model is Chan et al. (CCPE 2007), the one all
 five papers rank algorithms by; the static contention model adds the
 network's routing and node order (Cavin & Demengeon 2012 §5).
@@ -17,7 +18,7 @@ from typing import Iterable
 
 from ..errors import SpecError, TopocollError
 from ..schedules.metrics import ScheduleReport, report
-from ..schedules.registry import catalogue, check_collective, check_procs, operator_allows
+from ..schedules.registry import MAX_MODEL_MESSAGES, catalogue, check_collective, check_procs, operator_allows
 from ..schedules.sizes import CONVENTION, from_bytes
 from ..sim.model import AlphaBetaGamma, Estimate, Model, Platform
 from ..verify import OPERATORS
@@ -60,12 +61,11 @@ class Ranked:
 
 
 def _operator(collective: str, op: str) -> tuple[bool, bool]:
-    if collective not in REDUCTIONS:
-        return True, True          # data movement: any algorithm will do
     try:
-        return OPERATORS[op]
+        properties = OPERATORS[op]
     except (KeyError, TypeError):
         raise SpecError(f"rank: op={op!r}, expected one of {', '.join(OPERATORS)}") from None
+    return properties if collective in REDUCTIONS else (True, True)   # data movement: any algorithm
 
 
 def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None = None,
@@ -108,8 +108,8 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
     Examples
     --------
     >>> rows = rank("allreduce", 8, [8, 4 << 20])
-    >>> [(r.size, r.position, r.algorithm) for r in rows if r.position == 1]
-    [(8, 1, 'nway_dissemination'), (4194304, 1, 'rabenseifner')]
+    >>> [(r.size, r.algorithm, f"{r.time * 1e6:.2f} µs") for r in rows if r.position == 1]
+    [(8, 'butterfly_virtual', '3.02 µs'), (4194304, 'rabenseifner', '4593.52 µs')]
     """
     check_collective(collective)
     p = check_procs(f"rank {collective}", p)
@@ -127,6 +127,11 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
             continue
         if not info.supports(p, info.compare):
             left_out.append(f"{info.name} (not for P={p}: {info.p_rule_text})")
+            continue
+        try:
+            info.check_size(p, info.compare, limit=MAX_MODEL_MESSAGES, purpose="a model")
+        except SpecError as exc:
+            left_out.append(f"{info.name} ({exc})")
             continue
         entries.append(info)
 
