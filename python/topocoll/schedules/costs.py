@@ -82,11 +82,13 @@ def _butterfly_barrier(p, params, count, itemsize):
     return _cost(r, r * n, (r if p & (p - 1) == 0 else r - 1) * n)
 
 
-@closed_form("allreduce", "butterfly_virtual", "P = 2^k: log2 P·(α + nβ + nγ); else ⌈log2 P⌉·(2α + 2nβ + 2nγ)")
+@closed_form("allreduce", "butterfly_virtual",
+             "P = 2^k: log2 P·(α + nβ + nγ); else ⌈log2 P⌉·(2α + 2nβ + 2nγ) − nγ")
 def _butterfly_virtual(p, params, count, itemsize):
+    # the virtual roles skip their last reduction, whose result nothing reads
     k, n = ceil_log(p, 2), count * itemsize
     f = 1 if p & (p - 1) == 0 else 2
-    return _cost(f * k, f * k * n, f * k * n)
+    return _cost(f * k, f * k * n, (f * k - (f - 1)) * n)
 
 
 # ---- n-way dissemination and Bruck (End et al. 2016 §III-B, §III-C) -----------

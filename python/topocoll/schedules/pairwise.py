@@ -278,9 +278,14 @@ def _virtual_rank_ops(p: int):
                 w = v ^ (1 << level)
                 buf, tmp = ("data", "tmp") if v < p else ("virt", "vtmp")
                 peer = w if w < p else w - p
-                b.send(peer, blocks, buf=buf, round=level)
-                b.recv(peer, blocks, buf=tmp, round=level)
-                b.reduce(blocks, dst=buf, src=tmp, side=lower_first(w, v), round=level)
+                last = level == k - 1
+                # a virtual role's final result is never read: in the last
+                # round it only sends, and its real partner sends it nothing
+                if not (last and w >= p):
+                    b.send(peer, blocks, buf=buf, round=level)
+                if not (last and v >= p):
+                    b.recv(peer, blocks, buf=tmp, round=level)
+                    b.reduce(blocks, dst=buf, src=tmp, side=lower_first(w, v), round=level)
 
     return rank_ops
 
