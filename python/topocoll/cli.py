@@ -22,7 +22,7 @@ from .schedules.registry import MAX_P, catalogue, check_collective, lookup, need
 from .schedules.sizes import CONVENTION
 from .sim import AlphaBetaGamma, Platform, StaticContention, make_network
 from .tune import rank
-from .verify import verify
+from .verify import verify, verify_report
 from .verify.symbolic import format_seq
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -89,11 +89,13 @@ def cmd_verify(args) -> int:
         raise SpecError("verify needs COLLECTIVE ALGORITHM -P N, or --all")
     sched = _schedule(args)
     try:
-        op = verify(sched, args.op)
+        result = verify_report(sched, args.op)
     except VerificationError as exc:
         print(f"FAILED {exc}")
         return EXIT_FAILED
-    print(f"OK {sched.label()} verified for op={op}")
+    print(f"OK {sched.label()} verified for op={result.op}")
+    for warning in result.warnings:
+        print(f"warning: {warning}")
     return 0
 
 

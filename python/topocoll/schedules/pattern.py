@@ -31,8 +31,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ScheduleError
-from .ir import LEFT, RIGHT, Op, RankBuilder
-from .program import (COPY, KIND_CODES, LEFT_SIDE, RECV, REDUCE, RIGHT_SIDE, SEND, OpChunk, block_runs,
+from .dataflow import RankBuilder
+from .ops import LEFT, RIGHT, Op
+from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs,
                       chunks_from_ops, run_bytes)
 
 

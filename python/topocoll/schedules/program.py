@@ -37,6 +37,9 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..errors import ScheduleError
+from .ops import Copy, Recv, Reduce, RoundArrays, Send
+
 SEND, RECV, REDUCE, COPY = 0, 1, 2, 3
 KIND_NAMES = ("send", "recv", "reduce", "copy")
 KIND_CODES = {name: code for code, name in enumerate(KIND_NAMES)}
@@ -153,8 +156,6 @@ def run_bytes(block_bytes: np.ndarray, run_ptr: np.ndarray, run_dst: np.ndarray,
 
 def summarise(chunk: OpChunk):
     """The round-synchronous summary of one chunk: its messages and reductions."""
-    from .ir import RoundArrays
-
     send = chunk.kind == SEND
     red = chunk.kind == REDUCE
     return RoundArrays(chunk.round, chunk.rank[send], chunk.peer[send], chunk.nbytes[send],
@@ -168,8 +169,6 @@ def chunks_from_ops(ops: Sequence[Sequence], buffers: Sequence[str],
     Every rank's list must be in non-decreasing round order (posting order
     is list order); dependencies are taken as the ops declare them.
     """
-    from ..errors import ScheduleError
-
     buf_index = {name: i for i, name in enumerate(buffers)}
     rank_c, idx_c, round_c, kind_c, peer_c, tag_c, buf_c, sbuf_c, side_c = ([] for _ in range(9))
     runs: list[list[tuple[int, int, int]]] = []
@@ -252,8 +251,6 @@ def _gather(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def ops_from_chunk_rows(chunk: OpChunk, buffers: Sequence[str], rows: Sequence[int] | None = None):
     """Rebuild :mod:`~topocoll.schedules.ir` ops from program rows (all, or
     ``rows``): yields ``(rank, global id, op)`` with dependencies as global ids."""
-    from .ir import Copy, Recv, Reduce, Send
-
     for row in (range(len(chunk)) if rows is None else rows):
         row = int(row)
         kind = int(chunk.kind[row])

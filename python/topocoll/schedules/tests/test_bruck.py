@@ -18,6 +18,16 @@ from topocoll.verify.testing import assert_views_equal, positive_inputs, rounds_
 
 MAX_P = 130
 NS = range(1, 7)
+# `make test` sweeps these P (all up to 12, powers of n + 1 and of two, primes, P
+# next to them); `make test-all` adds every other P up to MAX_P (marker `exhaustive`)
+SAMPLE_P = {*range(1, 13), 16, 17, 25, 27, 31, 32, 33, 36, 49, 63, 64, 65, 81, 97, 125, 127, 128, 129, 130}
+
+
+def split_ps(ps):
+    """``ps`` as two parameters: the sample ``make test`` runs and the rest."""
+    ps = list(ps)
+    return [pytest.param([p for p in ps if p in SAMPLE_P], id="sample"),
+            pytest.param([p for p in ps if p not in SAMPLE_P], id="rest", marks=pytest.mark.exhaustive)]
 
 
 class Ordered:
@@ -30,13 +40,14 @@ class Ordered:
         return left + right
 
 
+@pytest.mark.parametrize("ps", split_ps(range(1, MAX_P + 1)))
 @pytest.mark.parametrize("n", NS)
-def test_every_p_verifies_and_matches_reference(n):
-    for p in range(1, MAX_P + 1):
+def test_every_p_verifies_and_matches_reference(n, ps):
+    for p in ps:
         sched = bruck(p, n=n, count=3)
         assert verify(sched) == "sum"
         check_against_reference(sched, integer_inputs(p, 3, seed=p), "sum")
-        if p <= 16 or p % 17 == 0:
+        if p <= 16 or p % 17 == 0 or p in (64, 127):
             check_against_reference(sched, positive_inputs(p, 3, seed=p), shifted_product)
 
 

@@ -20,6 +20,16 @@ from topocoll.verify.testing import assert_views_equal, positive_inputs, rounds_
 
 MAX_P = 130
 NS = range(1, 7)
+# `make test` sweeps these P (all up to 12, powers of n + 1, primes, P next to
+# powers of two); `make test-all` adds every other P up to MAX_P (marker `exhaustive`)
+SAMPLE_P = {*range(1, 13), 16, 17, 25, 27, 31, 32, 33, 36, 49, 63, 64, 65, 81, 97, 125, 127, 128, 129, 130}
+
+
+def split_ps(ps):
+    """``ps`` as two parameters: the sample ``make test`` runs and the rest."""
+    ps = list(ps)
+    return [pytest.param([p for p in ps if p in SAMPLE_P], id="sample"),
+            pytest.param([p for p in ps if p not in SAMPLE_P], id="rest", marks=pytest.mark.exhaustive)]
 
 
 # ---- eq. (8) read literally, independent of the code under test ---------------
@@ -52,10 +62,16 @@ def brute_force_adaptable(p, n):
 
 # ---- all P, all n ------------------------------------------------------------
 
+def test_most_p_are_adaptable():
+    for n in NS:
+        assert sum(is_adaptable(p, n) for p in range(1, MAX_P + 1)) >= 60
+
+
+@pytest.mark.parametrize("ps", split_ps(range(1, MAX_P + 1)))
 @pytest.mark.parametrize("n", NS)
-def test_adapted_verifies_and_matches_reference(n):
+def test_adapted_verifies_and_matches_reference(n, ps):
     tried = 0
-    for p in range(1, MAX_P + 1):
+    for p in ps:
         if not is_adaptable(p, n):
             continue
         tried += 1
@@ -64,7 +80,7 @@ def test_adapted_verifies_and_matches_reference(n):
         check_against_reference(sched, integer_inputs(p, 3, seed=p), "sum")
         if p <= 16 or p % 17 == 0:
             check_against_reference(sched, positive_inputs(p, 3, seed=p), shifted_product)
-    assert tried >= 60
+    assert tried >= 10
 
 
 def counted_inputs(p, n):
@@ -77,12 +93,13 @@ def counted_inputs(p, n):
     return count
 
 
+@pytest.mark.parametrize("ps", split_ps(range(1, MAX_P + 1)))
 @pytest.mark.parametrize("n", NS)
-def test_unadapted_is_right_for_max_and_wrong_for_sum_unless_exact(n):
-    for p in range(1, MAX_P + 1, 1 if n == 1 else 3):
+def test_unadapted_is_right_for_max_and_wrong_for_sum_unless_exact(n, ps):
+    for p in ps:
         sched = nway_dissemination_unadapted(p, n=n, count=2)
         assert verify(sched) == "max"
-        if p % 10 == 0:
+        if p % 10 == 0 or p in (1, 2, 3):
             check_against_reference(sched, integer_inputs(p, 2, seed=p), "max")
         exact = counted_inputs(p, n) == p
         if exact:
@@ -92,9 +109,10 @@ def test_unadapted_is_right_for_max_and_wrong_for_sum_unless_exact(n):
                 verify(sched, op="sum")
 
 
+@pytest.mark.parametrize("ps", split_ps(range(1, MAX_P + 1)))
 @pytest.mark.parametrize("n", NS)
-def test_barrier_every_rank_hears_from_all(n):
-    for p in range(1, MAX_P + 1, 1 if n == 1 else 3):
+def test_barrier_every_rank_hears_from_all(n, ps):
+    for p in ps:
         sched = dissemination(p, n=n)
         assert sched.collective == "barrier" and sched.itemsize == 0 and sched.nblocks == 1
         assert verify(sched) == "max"

@@ -16,8 +16,11 @@ from topocoll.schedules.pairwise import butterfly, butterfly_virtual, fold_plan,
 from topocoll.verify import check_against_reference, integer_inputs, verify
 from topocoll.verify.testing import assert_views_equal, round_rows
 
-PS = range(1, 131)
 MODULUS = 1_000_003
+# `make test` runs these P (all up to 12, powers of two, primes, P next to a power
+# of two); `make test-all` adds every other P up to 130 (marker `exhaustive`)
+SAMPLE_P = {*range(1, 13), 16, 17, 31, 32, 33, 63, 64, 65, 97, 127, 128, 129, 130}
+PS = [p if p in SAMPLE_P else pytest.param(p, marks=pytest.mark.exhaustive) for p in range(1, 131)]
 
 
 def matrix_product(left, right):
@@ -159,10 +162,11 @@ def test_array_view_equals_per_rank_view(p):
         assert_views_equal(sched)
 
 
-@settings(max_examples=60, deadline=None)
-@given(p=st.integers(1, 4096), count=st.integers(1, 1000), itemsize=st.sampled_from([1, 4, 8]),
-       leftover=st.sampled_from(["neighbours", "last"]))
-def test_pairwise_report_closed_form(p, count, itemsize, leftover):
+PAIRWISE_CASES = dict(p=st.integers(1, 4096), count=st.integers(1, 1000), itemsize=st.sampled_from([1, 4, 8]),
+                      leftover=st.sampled_from(["neighbours", "last"]))
+
+
+def pairwise_report_closed_form(p, count, itemsize, leftover):
     k = p.bit_length() - 1
     q = p - (1 << k)
     f = int(q > 0)
@@ -175,9 +179,14 @@ def test_pairwise_report_closed_form(p, count, itemsize, leftover):
     assert (r.cost.alpha, r.cost.beta, r.cost.gamma) == (k + 2 * f, (k + 2 * f) * n, (k + f) * n)
 
 
-@settings(max_examples=40, deadline=None)
-@given(p=st.integers(1, 4096), count=st.integers(1, 100))
-def test_butterfly_virtual_report_closed_form(p, count):
+# `make test` draws 15 examples, `make test-all` 60 more
+test_pairwise_report_closed_form = settings(max_examples=15, deadline=None)(
+    given(**PAIRWISE_CASES)(pairwise_report_closed_form))
+test_pairwise_report_closed_form_60_examples = pytest.mark.exhaustive(settings(max_examples=60, deadline=None)(
+    given(**PAIRWISE_CASES)(pairwise_report_closed_form)))
+
+
+def butterfly_virtual_report_closed_form(p, count):
     k = math.ceil(math.log2(p)) if p > 1 else 0
     roles = 2 if not is_power_of_two(p) else 1
     n = count * 8
@@ -187,6 +196,14 @@ def test_butterfly_virtual_report_closed_form(p, count):
     # the virtual roles' last receive (and its reduction) is never read: left out
     assert r.messages == (1 << k) * k - virtual
     assert (r.cost.alpha, r.cost.beta, r.cost.gamma) == (roles * k, roles * k * n, (roles * k - (roles - 1)) * n)
+
+
+BUTTERFLY_VIRTUAL_CASES = dict(p=st.integers(1, 4096), count=st.integers(1, 100))
+# `make test` draws 10 examples, `make test-all` 40 more
+test_butterfly_virtual_report_closed_form = settings(max_examples=10, deadline=None)(
+    given(**BUTTERFLY_VIRTUAL_CASES)(butterfly_virtual_report_closed_form))
+test_butterfly_virtual_report_closed_form_40_examples = pytest.mark.exhaustive(
+    settings(max_examples=40, deadline=None)(given(**BUTTERFLY_VIRTUAL_CASES)(butterfly_virtual_report_closed_form)))
 
 
 @pytest.mark.parametrize("bad, match", [

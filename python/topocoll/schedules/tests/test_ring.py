@@ -78,7 +78,13 @@ def test_ring_of_two_is_in_rank_order(p):
     check_against_reference(sched, matrix_inputs(p, 3, seed=p), matrix_product)
 
 
-@pytest.mark.parametrize("p", range(1, 131))
+# `make test` runs these P (all up to 12, powers of two, primes, P next to a power
+# of two); `make test-all` adds every other P up to 130 (marker `exhaustive`)
+SAMPLE_P = {*range(1, 13), 16, 17, 31, 32, 33, 63, 64, 65, 97, 127, 128, 129, 130}
+
+
+@pytest.mark.parametrize("p", [p if p in SAMPLE_P else pytest.param(p, marks=pytest.mark.exhaustive)
+                               for p in range(1, 131)])
 def test_rabenseifner_noncommutative(p):
     count = p + 3                                    # uneven over 2^⌊log2 P⌋ blocks
     sched = rabenseifner(p, count=count)
@@ -187,9 +193,10 @@ def test_ring_program_equals_ops_for_at_large_p(p, extra, data, make):
                 assert_row_is_op(chunk, row, ops[i], program.buffers, sched.block_bytes, gid)
 
 
-@settings(max_examples=60, deadline=None)
-@given(p=st.integers(1, 4096), per_block=st.integers(1, 50), itemsize=st.sampled_from([1, 8]))
-def test_rabenseifner_report_closed_form(p, per_block, itemsize):
+RABENSEIFNER_CASES = dict(p=st.integers(1, 4096), per_block=st.integers(1, 50), itemsize=st.sampled_from([1, 8]))
+
+
+def rabenseifner_report_closed_form(p, per_block, itemsize):
     k = p.bit_length() - 1
     pof2 = 1 << k
     f = int(p > pof2)
@@ -200,6 +207,13 @@ def test_rabenseifner_report_closed_form(p, per_block, itemsize):
     assert r.cost.beta == 2 * n * (pof2 - 1) // pof2 + 2 * f * n
     assert r.cost.gamma == n * (pof2 - 1) // pof2 + f * n
     assert r.all_ranks_active_every_round == (f == 0)
+
+
+# `make test` draws 15 examples, `make test-all` 60 more
+test_rabenseifner_report_closed_form = settings(max_examples=15, deadline=None)(
+    given(**RABENSEIFNER_CASES)(rabenseifner_report_closed_form))
+test_rabenseifner_report_closed_form_60_examples = pytest.mark.exhaustive(settings(max_examples=60, deadline=None)(
+    given(**RABENSEIFNER_CASES)(rabenseifner_report_closed_form)))
 
 
 @settings(max_examples=6, deadline=None)
