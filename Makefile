@@ -29,12 +29,14 @@ demo: build
 	$(VENV)/bin/topocoll demo
 
 # `test`: every generator and parameter set on a seeded sample of P (≤ 6 min on 2 cores);
-# `test-all`: the same plus the exhaustive sweeps (catalogue P = 1..130, large-P hypothesis runs)
+# `test-all`: the same plus the exhaustive sweeps (catalogue P = 1..130, large-P hypothesis runs).
+# PYTEST_ARGS adds options, e.g. `make test PYTEST_ARGS=--durations=20`.
+PYTEST_ARGS ?=
 test: build test-rust
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive"
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive" $(PYTEST_ARGS)
 
 test-all: build test-rust
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m ""
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "" $(PYTEST_ARGS)
 
 test-rust:
 	cargo test --release -q --lib --no-default-features

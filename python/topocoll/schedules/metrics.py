@@ -1,4 +1,8 @@
-"""What every generator reports, computed from the array view alone.
+"""What every generator reports, computed from its round summary alone.
+
+The round summary (:meth:`~topocoll.schedules.ir.Schedule.rounds`, one
+:class:`~topocoll.schedules.ops.RoundArrays` per round: messages and
+reductions) is derived from the op program and streamed round by round.
 
 Rounds, messages and bytes per rank, the split-phase property (every rank
 sends and receives in every round, End et al. 2016 §I) and the α-β-γ cost of

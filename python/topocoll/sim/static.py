@@ -1,4 +1,4 @@
-"""Round-synchronous static contention: a schedule's array view on a network.
+"""Round-synchronous static contention: a schedule's round summary on a network.
 
 Every round's messages are routed with the network's static routing (after
 mapping ranks to endpoints by a node order). Flows that share a link share
@@ -11,10 +11,12 @@ longest path's wire latency:
 This is the contention-factor view of Kumar & Heidelberger (all-to-all on
 BG/L, §3, eq. 3: the busiest link bounds the time) and of Cavin & Demengeon's
 fat-tree analysis (§2.2, §5: static routing plus node order decide whether a
-shift permutation is contention free), applied round by round. It ignores
-overlap between rounds and per-packet effects; it ranks algorithms and
-node orders and names the hot links, quickly, at any P the array view
-reaches.
+shift permutation is contention free), applied round by round. The rounds
+are :meth:`~topocoll.schedules.ir.Schedule.rounds`: each round's messages
+and reductions (:class:`~topocoll.schedules.ops.RoundArrays`), summarised
+from the op program and streamed. It ignores overlap between rounds, the
+program's exact dependencies and per-packet effects; it ranks algorithms and
+node orders and names the hot links in one pass over the rounds.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ into ``p`` near-equal contiguous blocks (MPI style: ``count`` need not divide
 by ``p``); each rank ends with exactly one block (``result_blocks``).
 
 Six generators, registered under ``reduce_scatter`` with
-``noncommutative=True``: :func:`direct_send`, :func:`binary_swap`,
+``needs="associative"`` (correct for non-commutative operators such as over;
+:mod:`topocoll.schedules.registry`): :func:`direct_send`, :func:`binary_swap`,
 :func:`two_three_swap`, :func:`parallel_pipeline`, :func:`radix_k` and
 :func:`shift_based`. ``gather_root=r`` appends IceT's final gather: every rank
 sends its piece to ``r`` and the schedule becomes an ordered ``reduce``.

@@ -30,6 +30,11 @@ GENERATORS = {
     "parallel_pipeline": parallel_pipeline, "radix_k": radix_k, "shift_based": shift_based,
 }
 NAMES = list(GENERATORS)
+# `make test` sweeps these P (all up to 12, powers of two, primes, P next to a
+# power of two); `make test-all` adds every other P up to 64 (marker `exhaustive`)
+SAMPLE_P = {*range(1, 13), 16, 17, 24, 31, 32, 33, 47, 63, 64}
+P_1_TO_64 = [pytest.param([p for p in range(1, 65) if p in SAMPLE_P], id="sample"),
+             pytest.param([p for p in range(1, 65) if p not in SAMPLE_P], id="rest", marks=pytest.mark.exhaustive)]
 
 
 def supports(name, p):
@@ -118,9 +123,10 @@ def waits_for(rank_ops, i):
 
 # ---- the symbolic verifier -------------------------------------------------------------------
 
+@pytest.mark.parametrize("ps", P_1_TO_64)
 @pytest.mark.parametrize("name", NAMES)
-def test_verifier_proves_every_algorithm_p_1_to_64(name):
-    for p in range(1, 65):
+def test_verifier_proves_every_algorithm_p_1_to_64(name, ps):
+    for p in ps:
         if supports(name, p):
             sched = GENERATORS[name](p, count=3 * p + 1)
             assert sched.collective == "reduce_scatter"
@@ -143,10 +149,11 @@ def test_verifier_with_depth_orders_and_gather(name):
 
 # ---- real images through the reference executor -----------------------------------------------
 
+@pytest.mark.parametrize("ps", P_1_TO_64)
 @pytest.mark.parametrize("name", NAMES)
-def test_random_images_match_serial_over(name):
+def test_random_images_match_serial_over(name, ps):
     """P = 1..64, image sizes not divisible by P, random colour and alpha."""
-    for p in range(1, 65):
+    for p in ps:
         if not supports(name, p):
             continue
         n = 2 * p + 3 + p // 3
