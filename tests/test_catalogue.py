@@ -104,7 +104,7 @@ def test_verifier_and_reference_agree(case, p):
     info, params = case
     sched = generate(info.collective, info.name, p, count=count_for(info, p), **params)
     strictest = verify(sched)       # the default: the strictest operator the schedule claims
-    if info.noncommutative and not sched.needs.commutative and info.collective in REDUCTIONS:
+    if not info.needs.commutative and not sched.needs.commutative and info.collective in REDUCTIONS:
         if strictest != "noncommutative":
             verify(sched, op="noncommutative")
         check_against_reference(sched, affine_inputs(p, sched.count, seed=p), affine)
@@ -112,7 +112,7 @@ def test_verifier_and_reference_agree(case, p):
             # exact for a non-commutative operator is exact for every associative
             # one: above SMALL_P the integer run below would prove nothing more
             return
-    op = "max" if info.operators == "idempotent" else "sum"
+    op = "max" if info.needs.idempotent else "sum"
     check_against_reference(sched, integer_inputs(p, sched.count, seed=p), op)
 
 
@@ -186,7 +186,7 @@ def mutants(sched, rng, per_kind=6):
 def mutation_ps(info, params):
     """Small P where every message matters: for idempotent-only algorithms the
     exact sizes (redundant messages would survive a drop legitimately)."""
-    if info.operators == "idempotent":
+    if info.needs.idempotent:
         n = params.get("n", 1)
         return [p for p in ((n + 1) ** 1, (n + 1) ** 2, (n + 1) ** 3) if p <= 64 and info.supports(p, params)]
     return [p for p in (2, 3, 5, 8, 12, 17) if info.supports(p, params)]

@@ -265,19 +265,6 @@ class AlgorithmInfo:
         args = from_bytes(self.collective, int(p), nbytes, itemsize=itemsize)
         return report(self.func(int(p), **{**checked, **args})).cost
 
-    # ---- views kept for callers of the former fields ---------------------
-
-    @property
-    def noncommutative(self) -> bool:
-        """Whether the algorithm (default parameters) is correct for a
-        non-commutative operator: ``not needs.commutative``."""
-        return not self.needs.commutative
-
-    @property
-    def operators(self) -> str:
-        """``"idempotent"`` if ``needs.idempotent`` else ``"any"``."""
-        return "idempotent" if self.needs.idempotent else "any"
-
 
 _LEGACY = {
     "noncommutative": "needs='associative' (True) or needs='commutative' (False)",
