@@ -21,13 +21,7 @@ Reproduce: ``.venv/bin/python benchmarks/run.py --only alltoall``
 
 from __future__ import annotations
 
-import json
-import resource
-import subprocess
-import sys
-from pathlib import Path
-
-from peak_rss import CHILD_PRELUDE
+from peak_rss import run_child
 
 COMMAND = ".venv/bin/python benchmarks/run.py --only alltoall"
 P = 20480
@@ -86,22 +80,9 @@ print(json.dumps(out))
 """
 
 
-def _limit_memory():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def measure(name: str, p: int, params: dict) -> tuple[dict | None, str | None]:
     """One case in a fresh process: its result, or why there is none."""
-    try:
-        proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + CHILD,
-                               json.dumps([name, p, params, OP_BUDGET, ONE_RANK])],
-                              capture_output=True, text=True, timeout=TIMEOUT_S, preexec_fn=_limit_memory,
-                              cwd=Path(__file__).resolve().parent.parent)
-    except subprocess.TimeoutExpired:
-        return None, f"over {TIMEOUT_S} s"
-    if proc.returncode != 0:
-        return None, (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), None
+    return run_child(CHILD, [name, p, params, OP_BUDGET, ONE_RANK], timeout_s=TIMEOUT_S, memory_bytes=MEMORY_LIMIT)
 
 
 def _cases():

@@ -8,15 +8,12 @@ of P messages) stream their first rounds up to an op budget: ops/s is the
 measured rate, the total is what the whole program would hold.
 """
 
-import json
-import subprocess
-import sys
-
-from peak_rss import CHILD_PRELUDE
+from peak_rss import run_child
 
 P = 2**16
 OP_BUDGET = 20_000_000
 TIMEOUT_S = 300
+MEMORY_LIMIT = 8 << 30   # address space of one case: a case over it fails, not the machine
 
 CHILD = r"""
 import json, sys, time
@@ -62,14 +59,7 @@ print(json.dumps({"wall": wall, "rss": peak_rss(), "ops": len(ops)}))
 
 
 def _child(code, args):
-    try:
-        proc = subprocess.run([sys.executable, "-c", CHILD_PRELUDE + code, json.dumps(args)],
-                              capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"over {TIMEOUT_S} s"
-    if proc.returncode != 0:
-        return None, (proc.stderr.strip().splitlines() or ["?"])[-1]
-    return json.loads(proc.stdout), None
+    return run_child(code, args, timeout_s=TIMEOUT_S, memory_bytes=MEMORY_LIMIT)
 
 
 def _cases():
@@ -96,12 +86,12 @@ def run() -> str:
                     f"{r['ops'] / max(r['wall'], 1e-9):,.0f} | {r['rss'] / 2**20:.0f} |")
     targets = ["| case | wall (s) | peak RSS (MiB) | ops | target |", "|---|---|---|---|---|"]
     r, err = _child(ONE_RANK, ["allreduce", "rabenseifner", P, {}, 12345])
-    targets.append(f"| rabenseifner `ops_for(12345)`, P = 2^16 | " + (
+    targets.append("| rabenseifner `ops_for(12345)`, P = 2^16 | " + (
         f"{r['wall']:.2f} | {r['rss'] / 2**20:.0f} | {r['ops']:,} | {'met' if r['wall'] <= 1 else 'MISSED'} (<= 1 s) |"
         if r else f"- | - | - | failed: {err} |"))
     r, err = _child(CHILD, ["allreduce", "nway_dissemination", P, {"n": 1}, 10**12])
     ok = r and r["wall"] <= 2 and r["rss"] <= 2**30
-    targets.append(f"| nway_dissemination whole program, P = 2^16 | " + (
+    targets.append("| nway_dissemination whole program, P = 2^16 | " + (
         f"{r['wall']:.2f} | {r['rss'] / 2**20:.0f} | {r['ops']:,} | {'met' if ok else 'MISSED'} (<= 2 s, <= 1 GiB) |"
         if r else f"- | - | - | failed: {err} |"))
     return ("## Op program at scale (issue 8)\n\n"

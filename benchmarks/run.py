@@ -2,17 +2,31 @@
 
 Each module defines ``run() -> str`` returning one Markdown section (a ``##``
 heading, the command that reproduces it, and a table of measured numbers).
-Usage: ``python benchmarks/run.py --out BENCHMARKS.md [--only NAME ...]``.
+Usage: ``python benchmarks/run.py --out BENCHMARKS.md [--only NAME ...]``;
+with ``--only`` the other sections already in ``--out`` are kept as they are
+(each section is preceded by a ``<!-- bench: NAME -->`` marker).
 """
 
 import argparse
 import importlib.util
 import platform
+import re
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+MARK = "<!-- bench: {} -->"
+
+
+def _existing_sections(path: Path) -> dict[str, str]:
+    """Sections of an earlier run, by benchmark name (empty if none)."""
+    if not path.exists():
+        return {}
+    parts = re.split(r"^<!-- bench: (\S+) -->\n", path.read_text(), flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
 
 
 def main(argv=None):
@@ -21,7 +35,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None,
                         help="module names without the bench_ prefix")
     args = parser.parse_args(argv)
-    sections = []
+    sections = _existing_sections(Path(args.out)) if args.only else {}
     for path in sorted(HERE.glob("bench_*.py")):
         name = path.stem[len("bench_"):]
         if args.only and name not in args.only:
@@ -31,7 +45,7 @@ def main(argv=None):
         spec.loader.exec_module(module)
         print(f"[bench] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        sections.append(module.run())
+        sections[name] = module.run()
         print(f"[bench] {name} done in {time.perf_counter() - start:.1f} s",
               file=sys.stderr, flush=True)
     header = (
@@ -40,7 +54,8 @@ def main(argv=None):
         f"{platform.machine()} with {platform.python_implementation()} {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}. Each section names the command that reproduces it.\n"
     )
-    Path(args.out).write_text(header + "\n" + "\n".join(sections))
+    body = "\n".join(f"{MARK.format(name)}\n{text}" for name, text in sorted(sections.items()))
+    Path(args.out).write_text(header + "\n" + body)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

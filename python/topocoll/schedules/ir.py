@@ -71,10 +71,9 @@ class Schedule:
         The generator's parameters (``n``, ``root``, ...), resolved.
     needs : OperatorNeeds
         Operator properties the algorithm relies on.
-    pattern : Pattern or callable
-        The one description of the algorithm
-        (:mod:`topocoll.schedules.pattern`); a bare callable returning every
-        rank's op lists is wrapped as :class:`~.pattern.OpsPattern`.
+    pattern : Circulant/Rankwise/OpsPattern
+        The one description of the algorithm (:mod:`topocoll.schedules.pattern`):
+        ``ops_for(rank)``, ``all_ops()``, ``buffers()``, ``chunks(block_bytes)``.
     root : int or None
         Root of rooted collectives.
     result_blocks : callable or None
@@ -94,10 +93,6 @@ class Schedule:
     result_blocks: Callable[[int], Sequence[int]] | None = None
     input_blocks: Callable[[int], Sequence[int]] | None = None
     depth_order: tuple[int, ...] | None = None
-
-    def __post_init__(self):
-        if callable(self.pattern) and not hasattr(self.pattern, "ops_for"):
-            self.pattern = OpsPattern(self.p, self.pattern)
 
     @property
     def nblocks(self) -> int:
