@@ -54,7 +54,7 @@ def test_order_file_and_save(tmp_path, capsys):
     assert main(["composite", "-P", "4", "--algorithm", "radix_k", "--order", str(order), "--width", "31",
                  "--height", "17", "--pattern", "sphere", "--check", "--save", str(png)]) == 0
     out = capsys.readouterr().out
-    assert "depth_order=custom" in out and "check: OK" in out and "saved" in out
+    assert "depth_order=(3, 2, 1, 0)" in out and "check: OK" in out and "saved" in out
     from PIL import Image
     with Image.open(png) as image:
         assert image.size == (31, 17)

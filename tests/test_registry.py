@@ -171,8 +171,6 @@ def test_given_params_round_trip(collective, name, p, params):
     assert_same_schedule(sched, generate(collective, name, p, count=count, **sched.params))
 
 
-@pytest.mark.xfail(strict=True, reason="compositing records a custom depth order as 'custom' in Schedule.params "
-                                       "(the label's abbreviation); the generator should keep the order")
 def test_custom_depth_order_round_trips():
     sched = generate("reduce_scatter", "radix_k", 4, depth_order=[3, 1, 2, 0])
     assert_same_schedule(sched, generate("reduce_scatter", "radix_k", 4, **sched.params))

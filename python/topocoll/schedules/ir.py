@@ -146,5 +146,13 @@ class Schedule:
             yield summarise(chunk)
 
     def label(self) -> str:
-        shown = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
         return f"{self.collective}/{self.algorithm}(p={self.p}{', ' + shown if shown else ''})"
+
+
+def _short(value) -> str:
+    """A parameter as a label shows it: long sequences (a depth order of
+    thousands of ranks) abbreviated."""
+    if isinstance(value, (tuple, list)) and len(value) > 8:
+        return "(" + ", ".join(map(str, value[:4])) + f", … {len(value) - 4} more)"
+    return str(value)

@@ -388,7 +388,7 @@ def _frame(name: str, p: int, count: int, itemsize: int, order: np.ndarray, gath
     identity = _identity(order)
     shown = dict(params)
     if not identity:
-        shown["depth_order"] = "custom"
+        shown["depth_order"] = tuple(order.tolist())   # kept whole: params round-trip through generate
     if gather_root is not None:
         shown["gather_root"] = gather_root
     final = result.tolist()
