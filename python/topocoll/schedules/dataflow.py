@@ -7,6 +7,7 @@ from typing import Sequence
 
 from ..errors import ScheduleError
 from .ops import LEFT, RIGHT, Copy, Op, Recv, Reduce, Send
+from .program import block_runs
 
 
 def _blocks(blocks) -> Sequence[int]:
@@ -48,19 +49,6 @@ class _Segments:
         return range(i, self._split(hi) if hi > lo else i)
 
 
-def _runs(blocks: Sequence[int]) -> list[tuple[int, int]]:
-    """``[lo, hi)`` ranges of a block list (a ``range`` is one)."""
-    if isinstance(blocks, range) and blocks.step == 1:
-        return [(blocks.start, blocks.stop)] if len(blocks) else []
-    out: list[list[int]] = []
-    for b in blocks:
-        if out and out[-1][1] == b:
-            out[-1][1] = b + 1
-        else:
-            out.append([b, b + 1])
-    return [(lo, hi) for lo, hi in out]
-
-
 class RankBuilder:
     """Builds one rank's op list, deriving dependencies from data flow.
 
@@ -89,7 +77,8 @@ class RankBuilder:
             seg = self._buffers.get(buf)
             if seg is None:
                 seg = self._buffers[buf] = _Segments()
-            for lo, hi in _runs(blocks):
+            for lo, _, n in block_runs(blocks, blocks):
+                hi = lo + n
                 span = seg.span(lo, hi)
                 for i in span:
                     w = seg.writer[i]

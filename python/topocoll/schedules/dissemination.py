@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .common import ceil_log, check_count, check_p
-from .ir import RIGHT, OperatorNeeds, Schedule, block_bounds
+from .ir import OperatorNeeds, Schedule, block_bounds
 from .pattern import Circulant
 from .registry import algorithm
 from ..errors import ScheduleError, SpecError
