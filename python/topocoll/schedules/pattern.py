@@ -57,6 +57,7 @@ class OpsPattern:
         self.p = p
         self._build = build
         self._ops: list[list[Op]] | None = None
+        self._buffers: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, ops: list[list[Op]]) -> "OpsPattern":
@@ -73,7 +74,9 @@ class OpsPattern:
         return self.all_ops()[rank]
 
     def buffers(self) -> tuple[str, ...]:
-        return buffers_of(self.all_ops())
+        if self._buffers is None:   # asked by program() and by chunks(): one pass over the ops
+            self._buffers = buffers_of(self.all_ops())
+        return self._buffers
 
     def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
         return chunks_from_ops(self.all_ops(), self.buffers(), block_bytes)

@@ -101,10 +101,10 @@ class OpProgram:
 
     def concatenated(self) -> OpChunk:
         """The whole program as one chunk (``round`` = -1): for small P only."""
-        return concatenate(list(self), self.buffers)
+        return concatenate(list(self))
 
 
-def concatenate(chunks: Sequence[OpChunk], buffers=()) -> OpChunk:
+def concatenate(chunks: Sequence[OpChunk]) -> OpChunk:
     if not chunks:
         z = np.zeros(0, dtype=np.int64)
         return OpChunk(-1, 0, *(z,) * 8, np.zeros(1, np.int64), z, z, z, np.zeros(1, np.int64), z)
