@@ -10,6 +10,7 @@
 use pyo3::prelude::*;
 
 mod bindings;
+pub mod engine;
 pub mod error;
 pub mod kernels;
 pub mod routing;

@@ -4,11 +4,13 @@
 
 use pyo3::prelude::*;
 
+mod engine;
 mod error;
 mod kernels;
 mod routing;
 
 pub fn register_all(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    engine::register(m)?;
     kernels::register(m)?;
     routing::register(m)?;
     let _ = m;

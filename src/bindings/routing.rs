@@ -88,7 +88,7 @@ fn tie(name: &str) -> PyResult<Tie> {
 /// A routing engine bound to one network.
 #[pyclass(name = "RoutingEngine", module = "topocoll._core", frozen)]
 pub struct PyRouter {
-    inner: Router,
+    pub(crate) inner: Router,
 }
 
 #[pymethods]

@@ -70,6 +70,19 @@ impl Router {
         Ok(())
     }
 
+    /// Route one pair, appending links and weights (`cache` speeds up
+    /// up*/down* routing of consecutive pairs with the same destination).
+    pub fn route_one(
+        &self,
+        s: u32,
+        d: u32,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+        cache: &mut UdCache,
+    ) -> Result<(), CoreError> {
+        self.one(s, d, links, weights, cache)
+    }
+
     /// Route one pair, appending links and weights.
     fn one(
         &self,
@@ -242,8 +255,9 @@ impl Router {
     }
 }
 
+/// Distances to the last destination routed by up*/down*.
 #[derive(Default)]
-struct UdCache {
+pub struct UdCache {
     dest: Option<u32>,
     dn: Vec<u32>,
     upd: Vec<u32>,

@@ -13,7 +13,8 @@ it. Two implementations today:
   of :mod:`.static` on the platform's network (Kumar & Heidelberger §3 eq. 3;
   Cavin & Demengeon §2.2, §5).
 
-The event-driven engine of the simulator issue is the next implementation.
+The event-driven models (``loggops``, ``flow``, ``congestion``) live in
+:mod:`.engine`, on the Rust event engine.
 
 A :class:`Platform` holds what the models need, in SI units: the software
 overhead α per message (s), the link bandwidth (B/s) of the α-β-γ model, the
@@ -229,11 +230,17 @@ class StaticContention:
                         detail=est)
 
 
-MODELS = {"alpha-beta-gamma": AlphaBetaGamma, "static": StaticContention}
+MODELS = {"alpha-beta-gamma": AlphaBetaGamma, "static": StaticContention,
+          "loggops": None, "flow": None, "congestion": None}
 
 
-def model_named(name: str) -> Model:
-    """A model by its name: ``alpha-beta-gamma`` or ``static``."""
+def model_named(name: str, **options) -> Model:
+    """A model by its name: ``alpha-beta-gamma``, ``static``, or one of the
+    event-driven ``loggops``, ``flow``, ``congestion`` (:mod:`.engine`;
+    ``options`` go to :class:`~.engine.EventModel`)."""
+    if name in ("loggops", "flow", "congestion"):
+        from .engine import EventModel   # engine builds on this module
+        return EventModel(name, **options)
     try:
         return MODELS[name]()
     except (KeyError, TypeError):

@@ -1,0 +1,406 @@
+"""The Python face of the Rust event engine (``src/engine``): a schedule's op
+program and a routed network in, a :class:`Simulation` out.
+
+Three models share one event loop (docs/simulator.md):
+
+- ``loggops`` — LogGOPS as in LogGOPSim (Hoefler, Schneider & Lumsdaine,
+  HPDC 2010): sender overhead ``o`` (α), per-byte CPU ``O``, NIC gap ``g`` and
+  ``G``, eager/rendezvous threshold ``S``, k NIC ports, reductions at γ per
+  byte on the receiver's CPU, plus link contention by first-come reservation
+  of the routed links;
+- ``flow`` — fluid flows on static routes sharing bandwidth max-min fairly
+  (or SimGrid's CM02 weighting, ``sharing="cm02"``), rates recomputed when a
+  flow starts or ends;
+- ``congestion`` — the network-noise paper's model (§3): per round, count the
+  flows on every link, charge each message the largest count on its route,
+  take the longest path through the dependencies.
+
+What holds an op back besides its data (``sync``): ``deps`` (default: the
+executor's semantics), ``rounds`` (a rank finishes a round before it starts
+the next: blocking ``MPI_Sendrecv`` loops, as MPI libraries run them) or
+``barrier`` (synchronous rounds: the α-β-γ model's reading).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _core
+from ..errors import SpecError
+from ..schedules.ir import Schedule
+from ..schedules.program import COPY, RECV, REDUCE, SEND
+from .model import Estimate, Network, Platform, _positive, make_network
+
+__all__ = ["EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate",
+           "EVENT_MODELS", "SYNCS"]
+
+EVENT_MODELS = ("loggops", "flow", "congestion")
+SYNCS = ("deps", "rounds", "barrier")
+_PS = 1e12
+_NONE = np.uint32(0xFFFFFFFF)
+
+
+def _ps(seconds: float) -> int:
+    return int(round(seconds * _PS)) if seconds > 0 else 0
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """LogGOPS and protocol parameters beyond the :class:`Platform` (SI units).
+
+    Attributes
+    ----------
+    sync : str
+        ``deps``, ``rounds`` or ``barrier`` (module doc).
+    o_recv : float
+        Receiver CPU overhead per message, s (the sender's is ``Platform.alpha``).
+    o_per_byte : float
+        ``O``: sender CPU time per byte, s/B.
+    g : float
+        ``g``: gap between messages on one NIC port, s.
+    G : float
+        ``G``: NIC time per byte, s/B (0: the routed links alone limit).
+    L : float
+        Extra latency per message on top of the links' latencies, s.
+    eager : int
+        ``S``: largest eager message, bytes (larger ones use rendezvous). The
+        default, 65,536 B, is SMPI's ``smpi/send-is-detached-thresh``.
+    ports : int
+        NIC ports per endpoint (k-port model; ``loggops``).
+    nic_bandwidth : float
+        Injection and ejection limit per endpoint, B/s, 0 = none (``flow``).
+    sharing : str
+        ``maxmin`` (default) or ``cm02`` (``flow``).
+    copy_bandwidth : float
+        Bytes copied per second by a local copy, 0 = free.
+    """
+
+    sync: str = "deps"
+    o_recv: float = 0.0
+    o_per_byte: float = 0.0
+    g: float = 0.0
+    G: float = 0.0
+    L: float = 0.0
+    eager: int = 65536
+    ports: int = 1
+    nic_bandwidth: float = 0.0
+    sharing: str = "maxmin"
+    copy_bandwidth: float = 0.0
+
+    def __post_init__(self):
+        if self.sync not in SYNCS:
+            raise SpecError(f"sync={self.sync!r}, expected one of {', '.join(SYNCS)}")
+        if self.sharing not in ("maxmin", "cm02"):
+            raise SpecError(f"sharing={self.sharing!r}, expected maxmin or cm02")
+        for name in ("o_recv", "o_per_byte", "g", "G", "L", "nic_bandwidth", "copy_bandwidth"):
+            _positive("EngineOptions", name, getattr(self, name), allow_zero=True)
+        if isinstance(self.eager, bool) or not isinstance(self.eager, (int, np.integer)) or self.eager < 0:
+            raise SpecError(f"EngineOptions: eager={self.eager!r}, expected bytes >= 0")
+        if isinstance(self.ports, bool) or not isinstance(self.ports, (int, np.integer)) or self.ports < 1:
+            raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer >= 1")
+
+
+@dataclass(frozen=True)
+class NetworkNoise:
+    """Background traffic (network-noise paper §2–3).
+
+    ``ratio`` is the perturbation ratio: the background endpoints are
+    ``ratio / (1 - ratio)`` times as many as the application's ranks
+    (ratio 0.5: as many; the paper's Fig. 10), capped by the endpoints the
+    application leaves free, and drawn at random among them per run. In
+    ``congestion`` they form one random permutation per round; in
+    ``loggops``/``flow`` each streams ``bytes``-byte messages to random peers
+    until the application finishes.
+    """
+
+    ratio: float
+    bytes: int = 1 << 20
+    seed: int = 0
+
+    def __post_init__(self):
+        r = _positive("NetworkNoise", "ratio", self.ratio, allow_zero=True)
+        if r >= 1:
+            raise SpecError(f"NetworkNoise: ratio={self.ratio!r}, expected 0 <= ratio < 1")
+        if isinstance(self.bytes, bool) or not isinstance(self.bytes, (int, np.integer)) or self.bytes <= 0:
+            raise SpecError(f"NetworkNoise: bytes={self.bytes!r}, expected a positive integer")
+
+    def endpoints(self, network: Network, seed: int) -> np.ndarray:
+        """The background endpoints of one run (seeded)."""
+        n = network.topology.n_endpoints
+        free = np.setdiff1d(np.arange(n, dtype=np.int64), network.order)
+        want = min(len(free), int(round(len(network.order) * self.ratio / (1.0 - self.ratio))))
+        rng = np.random.default_rng(seed)
+        return np.sort(rng.choice(free, size=want, replace=False)).astype(np.uint32) if want else \
+            np.zeros(0, np.uint32)
+
+
+@dataclass(frozen=True)
+class OsNoise:
+    """CPU detours per rank (``loggops`` and ``flow``).
+
+    ``kind``: ``periodic`` (every ``period`` s for ``length`` s, each rank at a
+    seeded phase), ``random`` (Poisson arrivals at mean gap ``period``) or
+    ``trace`` (``start``/``length`` arrays in s, e.g. from a Netgauge trace;
+    repeated with the trace's span, each rank at a seeded offset).
+    """
+
+    kind: str
+    period: float = 0.0
+    length: float = 0.0
+    seed: int = 0
+    start: tuple = ()
+    lengths: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in ("periodic", "random", "trace"):
+            raise SpecError(f"OS noise kind {self.kind!r}, expected periodic, random or trace")
+        if self.kind != "trace":
+            _positive("OsNoise", "period", self.period)
+            _positive("OsNoise", "length", self.length, allow_zero=True)
+            if self.length >= self.period and self.kind == "periodic":
+                raise SpecError(f"OsNoise: length={self.length!r} >= period={self.period!r}, expected a "
+                                "detour shorter than its period")
+
+    @classmethod
+    def from_netgauge(cls, path, seed: int = 0) -> "OsNoise":
+        """Read a Netgauge noise trace: one ``start<TAB>duration`` line per
+        detour, in ns (``#`` comments and blank lines skipped)."""
+        starts, lens = [], []
+        with open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                text = line.split("#", 1)[0].strip()
+                if not text:
+                    continue
+                parts = text.split()
+                try:
+                    s, d = float(parts[0]), float(parts[1])
+                    if not (math.isfinite(s) and math.isfinite(d)) or s < 0 or d < 0:
+                        raise ValueError
+                except (ValueError, IndexError):
+                    raise SpecError(f"{path}:{lineno}: {text!r}, expected 'start<TAB>duration' in ns "
+                                    "(two numbers >= 0)") from None
+                starts.append(s * 1e-9)
+                lens.append(d * 1e-9)
+        if not starts:
+            raise SpecError(f"{path}: no detours, expected 'start<TAB>duration' lines in ns")
+        order = np.argsort(starts, kind="stable")
+        return cls("trace", seed=seed, start=tuple(np.asarray(starts)[order]),
+                   lengths=tuple(np.asarray(lens)[order]))
+
+    def engine_args(self) -> dict:
+        if self.kind == "trace":
+            start = np.asarray([_ps(s) for s in self.start], dtype=np.uint64)
+            length = np.asarray([_ps(s) for s in self.lengths], dtype=np.uint64)
+            span = int((start + length).max()) if len(start) else 0
+            return dict(os_kind="trace", os_a=span, os_seed=self.seed, os_start=start, os_len=length)
+        return dict(os_kind=self.kind, os_a=_ps(self.period), os_b=_ps(self.length), os_seed=self.seed)
+
+
+def compile_program(schedule: Schedule):
+    """The schedule's op program as the engine's ``EngineProgram`` (one pass
+    over the streamed chunks; matching and validation happen in Rust)."""
+    cols = {k: [] for k in ("rank", "kind", "peer", "tag", "nbytes", "dep_idx")}
+    dep_ptrs, round_ptr, base, dep_base = [np.zeros(1, np.uint64)], [0], 0, 0
+    for ch in schedule.program():
+        for k in ("rank", "kind", "peer", "tag", "nbytes", "dep_idx"):
+            cols[k].append(getattr(ch, k))
+        dep_ptrs.append(ch.dep_ptr[1:].astype(np.uint64) + dep_base)
+        dep_base += int(ch.dep_ptr[-1])
+        base += len(ch)
+        round_ptr.append(base)
+
+    def cat(name, dtype):
+        return np.ascontiguousarray(np.concatenate(cols[name]) if cols[name] else np.zeros(0), dtype=dtype)
+
+    peer = np.concatenate(cols["peer"]) if cols["peer"] else np.zeros(0, np.int64)
+    peer = np.where(peer < 0, _NONE, peer).astype(np.uint32)
+    return _core.EngineProgram(
+        schedule.p, cat("rank", np.uint32), cat("kind", np.uint8), peer, cat("tag", np.int64),
+        cat("nbytes", np.uint64), np.concatenate(dep_ptrs).astype(np.uint64), cat("dep_idx", np.uint32),
+        np.asarray(round_ptr, dtype=np.uint64))
+
+
+@dataclass
+class Simulation:
+    """One simulated run.
+
+    Attributes
+    ----------
+    time : float
+        Completion time of the collective, s (last op of any rank).
+    model : str
+    rank_done : ndarray
+        Completion time of each rank, s.
+    link_bytes : ndarray
+        Bytes each directed link carried (``congestion``: flows per link over
+        all rounds), background traffic included.
+    bytes_total : int
+        Application bytes sent.
+    messages, background_messages, events : int
+    seed : int or None
+        Seed of the background traffic (None without network noise).
+    network : Network
+    congestion : ndarray or None
+        ``congestion`` model: largest flow count on each message's route.
+    trace : dict or None
+        With ``trace=True``: per-op ``start``/``end`` (s) and the program
+        columns ``rank``, ``kind``, ``peer``, ``nbytes``; per message
+        ``send``/``recv`` op ids and ``inject``/``arrive`` times.
+    """
+
+    time: float
+    model: str
+    rank_done: np.ndarray
+    link_bytes: np.ndarray
+    bytes_total: int
+    messages: int
+    background_messages: int
+    events: int
+    seed: int | None
+    network: Network
+    options: EngineOptions
+    congestion: np.ndarray | None = None
+    os_stolen: float = 0.0
+    trace: dict | None = field(default=None, repr=False)
+
+    def hot_links(self, top: int = 5) -> list[tuple[str, float]]:
+        """The ``top`` busiest links, ``("src→dst", bytes)``."""
+        order = np.argsort(self.link_bytes, kind="stable")[::-1][:top]
+        return [(self.network.link_name(int(l)), float(self.link_bytes[l])) for l in order
+                if self.link_bytes[l] > 0]
+
+    @property
+    def bandwidth(self) -> float:
+        """Achieved bandwidth: application bytes sent / time, B/s."""
+        return self.bytes_total / self.time if self.time > 0 else math.inf
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "time_s": self.time, "rank_done_s": self.rank_done.tolist(),
+                "bytes": self.bytes_total, "messages": self.messages,
+                "background_messages": self.background_messages, "events": self.events,
+                "bandwidth_Bps": self.bandwidth, "seed": self.seed, "sync": self.options.sync,
+                "network": self.network.label,
+                "hot_links": [{"link": n, "load": b} for n, b in self.hot_links()],
+                **({"max_congestion": float(self.congestion.max(initial=0))}
+                   if self.congestion is not None else {}),
+                **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
+
+
+def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, np.ndarray]:
+    """The platform's network with link bandwidths (B/s) and latencies (ps);
+    without one, an ideal crossbar at the platform's bandwidth and no latency
+    (the α-β-γ model's machine)."""
+    net = platform.network
+    if net is None:
+        net = make_network(f"crossbar:{max(p, 2)}", p, order="identity")
+        n = net.topology.n_links
+        return net, np.full(n, platform.bandwidth), np.zeros(n, np.uint64)
+    if len(net.order) != p:
+        raise SpecError(f"simulate: the network places {len(net.order)} ranks, the schedule has p={p}")
+    topo = net.topology
+    lat = np.round(np.asarray(topo.latency, dtype=np.float64) * _PS).astype(np.uint64)
+    return net, np.ascontiguousarray(topo.bandwidth, dtype=np.float64), lat
+
+
+def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str = "loggops",
+             options: EngineOptions = EngineOptions(), noise: NetworkNoise | None = None,
+             os_noise: OsNoise | None = None, trace: bool = False, program=None) -> Simulation:
+    """Simulate ``schedule`` on ``platform`` with one event-driven model.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    platform : Platform
+        α is the sender's CPU overhead ``o``; γ the reduction cost per byte; the
+        network (or an ideal crossbar at ``platform.bandwidth``) carries the
+        bytes.
+    model : str
+        ``loggops``, ``flow`` or ``congestion``.
+    options : EngineOptions
+    noise : NetworkNoise, optional
+        Background traffic; its seed is reported in the result.
+    os_noise : OsNoise, optional
+        CPU detours (``loggops`` and ``flow``).
+    trace : bool
+        Keep per-op and per-message times (timelines, matrices).
+    program : EngineProgram, optional
+        ``compile_program(schedule)``, to reuse across runs.
+    """
+    if model not in EVENT_MODELS:
+        raise SpecError(f"model {model!r}, expected one of {', '.join(EVENT_MODELS)}")
+    if os_noise is not None and model == "congestion":
+        raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
+    net, bandwidth, latency = platform_network(platform, schedule.p)
+    prog = compile_program(schedule) if program is None else program
+    kw = dict(o_send=_ps(platform.alpha), o_recv=_ps(options.o_recv), o_per_byte=options.o_per_byte * _PS,
+              gamma=_PS / platform.reduce_bandwidth, copy=(_PS / options.copy_bandwidth if options.copy_bandwidth else 0.0),
+              eager=int(options.eager), g=_ps(options.g), big_g=options.G * _PS, l=_ps(options.L),
+              ports=int(options.ports), nic_bandwidth=float(options.nic_bandwidth), sharing=options.sharing,
+              sync=options.sync, trace=trace)
+    if os_noise is not None:
+        kw.update(os_noise.engine_args())
+    if noise is not None and noise.ratio > 0:
+        kw.update(bg_endpoints=noise.endpoints(net, noise.seed), bg_bytes=int(noise.bytes), bg_seed=noise.seed)
+    order = np.ascontiguousarray(net.order, dtype=np.uint32)
+    try:
+        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, model, **kw)
+    except ValueError as e:
+        raise SpecError(f"simulate {schedule.label()}: {e}") from None
+    send, recv = prog.messages()
+    nbytes_total = _sent_bytes(schedule)
+    sim = Simulation(
+        time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
+        link_bytes=out["link_bytes"], bytes_total=nbytes_total, messages=int(out["app_messages"]),
+        background_messages=int(out["bg_messages"]), events=int(out["events"]),
+        seed=noise.seed if noise is not None else None, network=net, options=options,
+        congestion=out.get("congestion"), os_stolen=out["os_stolen_ps"] / _PS)
+    if trace:
+        sim.trace = _trace_columns(schedule, out, send, recv)
+    return sim
+
+
+def _sent_bytes(schedule: Schedule) -> int:
+    return int(sum(int(ch.nbytes[ch.kind == SEND].sum()) for ch in schedule.program()))
+
+
+def _trace_columns(schedule, out, send, recv) -> dict:
+    chunks = list(schedule.program())
+    cols = {k: (np.concatenate([getattr(ch, k) for ch in chunks]) if chunks else np.zeros(0, np.int64))
+            for k in ("rank", "kind", "peer", "nbytes")}
+    cols["round"] = np.concatenate([np.full(len(ch), ch.round) for ch in chunks]) if chunks else np.zeros(0)
+    return {**cols, "start": out["op_start_ps"] / _PS, "end": out["op_end_ps"] / _PS,
+            "send": send, "recv": recv, "inject": out["msg_inject_ps"] / _PS, "arrive": out["msg_arrive_ps"] / _PS}
+
+
+KIND_NAMES = {SEND: "send", RECV: "recv", REDUCE: "reduce", COPY: "copy"}
+
+
+class EventModel:
+    """An event-driven model behind the :class:`~.model.Model` seam.
+
+    Examples
+    --------
+    >>> from topocoll.schedules import generate
+    >>> ring = generate("allreduce", "ring", 4, count=4, itemsize=8)
+    >>> est = EventModel("loggops").estimate(ring, Platform(alpha=1e-6, bandwidth=1e9,
+    ...                                                     reduce_bandwidth=1e9))
+    >>> round(est.time * 1e6, 3)    # the α-β-γ model's 6·α + 48·β + 24·γ
+    6.072
+    """
+
+    def __init__(self, kind: str, options: EngineOptions = EngineOptions(), *,
+                 noise: NetworkNoise | None = None, os_noise: OsNoise | None = None):
+        if kind not in EVENT_MODELS:
+            raise SpecError(f"model {kind!r}, expected one of {', '.join(EVENT_MODELS)}")
+        self.kind, self.options, self.noise, self.os_noise = kind, options, noise, os_noise
+        self.name = kind
+
+    def estimate(self, schedule: Schedule, platform: Platform) -> Estimate:
+        sim = simulate(schedule, platform, model=self.kind, options=self.options, noise=self.noise,
+                       os_noise=self.os_noise)
+        hot = sim.hot_links(1)
+        cong = float(sim.congestion.max(initial=0)) if sim.congestion is not None else None
+        return Estimate(sim.time, self.name, congestion=cong, hot_link=hot[0][0] if hot else None, detail=sim)

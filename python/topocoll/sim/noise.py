@@ -1,0 +1,85 @@
+"""Ensembles of noisy runs: the slowdown distribution of the network-noise
+paper (§2, Figs 3–5 and 10: perturbed over unperturbed time, per run).
+
+Every run draws new background endpoints (and, in ``loggops``/``flow``, new
+random peers) from ``seed + run``; the clean time is simulated once. The
+summary is what a boxplot with notches shows: mean, median, quartiles and the
+95% confidence notch of the median, ``median ± 1.57·IQR/√n`` (McGill, Tukey &
+Larsen, "Variations of box plots", 1978).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import SpecError
+from ..schedules.ir import Schedule
+from .engine import EngineOptions, NetworkNoise, compile_program, simulate
+from .model import Platform
+
+__all__ = ["NoiseRuns", "noise_runs"]
+
+
+@dataclass(frozen=True)
+class NoiseRuns:
+    """Slowdowns of ``runs`` perturbed runs over the clean run."""
+
+    clean: float
+    times: np.ndarray
+    seeds: tuple[int, ...]
+    model: str
+    ratio: float
+
+    @property
+    def slowdowns(self) -> np.ndarray:
+        return self.times / self.clean if self.clean > 0 else np.ones_like(self.times)
+
+    @property
+    def mean(self) -> float:
+        return float(self.slowdowns.mean())
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.slowdowns))
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        q1, q3 = np.percentile(self.slowdowns, [25, 75])
+        return float(q1), float(q3)
+
+    @property
+    def notch(self) -> tuple[float, float]:
+        """95% confidence interval of the median."""
+        q1, q3 = self.quartiles
+        half = 1.57 * (q3 - q1) / np.sqrt(len(self.times))
+        return self.median - half, self.median + half
+
+    def as_dict(self) -> dict:
+        q1, q3 = self.quartiles
+        lo, hi = self.notch
+        return {"model": self.model, "ratio": self.ratio, "runs": len(self.times), "clean_s": self.clean,
+                "slowdown": {"mean": self.mean, "median": self.median, "q1": q1, "q3": q3,
+                             "notch": [lo, hi], "min": float(self.slowdowns.min()),
+                             "max": float(self.slowdowns.max())},
+                "seeds": list(self.seeds)}
+
+
+def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: NetworkNoise, runs: int,
+               options: EngineOptions = EngineOptions(), progress=None) -> NoiseRuns:
+    """Simulate ``schedule`` once clean and ``runs`` times with ``noise``
+    (seeds ``noise.seed``, ``noise.seed + 1``, ...). ``progress(done, total)``
+    is called after each run."""
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise SpecError(f"runs={runs!r}, expected an integer >= 1")
+    program = compile_program(schedule)
+    clean = simulate(schedule, platform, model=model, options=options, program=program).time
+    seeds = tuple(noise.seed + i for i in range(runs))
+    times = np.empty(runs)
+    for i, s in enumerate(seeds):
+        times[i] = simulate(schedule, platform, model=model, options=options, program=program,
+                            noise=replace(noise, seed=s)).time
+        if progress is not None:
+            progress(i + 1, runs)
+    return NoiseRuns(clean, times, seeds, model, noise.ratio)

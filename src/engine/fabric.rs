@@ -1,0 +1,97 @@
+//! The seam between the event loop ([`super::run`]) and a network model.
+//!
+//! The loop decides *when* a message may enter the network (its send was
+//! posted, its rendezvous matched); a [`Fabric`] decides *when its last byte
+//! arrives*. Three fabrics:
+//! - [`super::loggops::Reservation`]: LogGOPS per-byte gap on k NIC lanes plus
+//!   first-come reservations of the routed links (LogGOPSim with contention);
+//! - [`super::flow::FlowFabric`]: fluid flows sharing link bandwidth max-min
+//!   fairly (or SimGrid's CM02 weighting), rates recomputed on every change;
+//! - [`super::congestion::Fixed`]: each message takes a duration fixed when it
+//!   starts (the ORCS congestion model of the network-noise paper, §3).
+//!
+//! Time is integer picoseconds ([`Ps`]) everywhere in the engine.
+
+/// Simulated time in picoseconds (2^64 ps ≈ 213 days).
+pub type Ps = u64;
+
+/// Picoseconds per second.
+pub const PS_PER_S: f64 = 1e12;
+
+/// Seconds → picoseconds, rounded to nearest (negative or NaN → 0).
+pub fn ps(seconds: f64) -> Ps {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * PS_PER_S).round() as Ps
+    } else {
+        0
+    }
+}
+
+/// A duration given in (possibly fractional) ps, rounded up, except that a
+/// value within 1e-9 (relative) above an integer is that integer: products
+/// such as `bytes · (1e12 / bandwidth)` carry floating-point excess that must
+/// not add a picosecond per message.
+pub fn ceil_ps(x: f64) -> Ps {
+    if !(x > 0.0) {
+        return 0;
+    }
+    let below = x.floor();
+    if x - below <= 1e-9 * x.max(1.0) {
+        below as Ps
+    } else {
+        x.ceil() as Ps
+    }
+}
+
+/// A directed link of the modelled network: bandwidth in bytes per second
+/// and wire latency in picoseconds (`graph` link ids index these).
+#[derive(Clone, Debug)]
+pub struct Links {
+    pub bandwidth: Vec<f64>,
+    pub latency: Vec<Ps>,
+}
+
+impl Links {
+    pub fn len(&self) -> usize {
+        self.bandwidth.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.bandwidth.is_empty()
+    }
+}
+
+/// One message handed to a fabric. `links` is its static route from `src`
+/// to `dst` endpoint in path order; `weights[i]` is the fraction of the
+/// message carried by `links[i]` (1.0 except for multipath routing, where a
+/// message is split over several paths and its links are listed path after
+/// path). An empty route is a message to the same endpoint.
+#[derive(Clone, Copy, Debug)]
+pub struct Message<'a> {
+    /// Fabric-wide message id, dense from 0 (application messages first,
+    /// then background traffic).
+    pub id: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub links: &'a [u32],
+    pub weights: &'a [f64],
+}
+
+/// A network model driven by the event loop.
+///
+/// The loop calls `inject` in non-decreasing `now` order, interleaved with
+/// `next_arrival` and `advance`; `advance(now, ..)` is only called with
+/// `now` at least the last `inject`'s time.
+pub trait Fabric {
+    /// `msg` enters the network at `now`.
+    fn inject(&mut self, now: Ps, msg: &Message);
+    /// Earliest time at which an in-flight message will have fully arrived,
+    /// or `None` with nothing in flight. May move forward when later
+    /// injections slow current messages down, never before the last `now`.
+    fn next_arrival(&mut self) -> Option<Ps>;
+    /// Move the fabric's clock to `now` and append `(arrival time, id)` of
+    /// every message whose last byte arrived at or before `now`.
+    fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>);
+    /// Bytes each link carried so far (weights applied), indexed by link id.
+    fn link_bytes(&self) -> &[f64];
+}

@@ -1,0 +1,52 @@
+//! The event-driven simulator (pure Rust, no pyo3): an op program of the
+//! schedule IR (docs/ir.md) run on a modelled network.
+//!
+//! - [`program`]: the columns the engine reads, message matching, successors;
+//! - [`run`]: the event loop (CPU per rank, eager/rendezvous, round gates);
+//! - [`fabric`]: the network seam, and its three models:
+//!   [`loggops`] (LogGOPS with link reservations), [`flow`] (max-min fluid
+//!   flows, or SimGrid's CM02) and [`congestion`] (the ORCS-style congestion
+//!   model of the network-noise paper);
+//! - [`noise`]: OS-noise detours.
+//!
+//! Time is integer picoseconds; events sit in one heap keyed by
+//! `(time, sequence)`; there is no global state, so simulations run
+//! side by side (the sweep runs them on threads).
+
+pub mod congestion;
+pub mod fabric;
+// pub mod flow;
+pub mod loggops;
+pub mod noise;
+pub mod program;
+pub mod run;
+
+use crate::error::CoreError;
+use crate::routing::Router;
+
+/// [`run::Routes`] answered by a static routing engine.
+pub struct RouterRoutes<'a> {
+    router: &'a Router,
+    cache: crate::routing::UdCache,
+}
+
+impl<'a> RouterRoutes<'a> {
+    pub fn new(router: &'a Router) -> Self {
+        RouterRoutes {
+            router,
+            cache: Default::default(),
+        }
+    }
+}
+
+impl run::Routes for RouterRoutes<'_> {
+    fn route(
+        &mut self,
+        src: u32,
+        dst: u32,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+    ) -> Result<(), CoreError> {
+        self.router.route_one(src, dst, links, weights, &mut self.cache)
+    }
+}

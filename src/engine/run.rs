@@ -1,0 +1,645 @@
+//! The event loop: one op program, one fabric, one clock.
+//!
+//! Semantics (LogGOPSim's, on the IR's exact dependencies):
+//! - an op is *released* when every op it depends on has completed and, under
+//!   [`Sync::Rounds`] / [`Sync::Barrier`], when its rank's (every rank's)
+//!   earlier rounds have completed;
+//! - each rank has one CPU that runs released work in (release time, op id)
+//!   order: a send costs `o_send + O·bytes`, a reduction `γ·bytes`, a copy
+//!   `copy·bytes`, posting a receive nothing, and completing a receive
+//!   `o_recv`; OS-noise detours stretch that work ([`super::noise`]);
+//! - a posted send of at most `eager_threshold` bytes enters the network at
+//!   once and completes (the data is buffered); a larger one waits for its
+//!   receive to be posted (rendezvous) and completes when it has arrived;
+//! - a receive completes, after `o_recv` of CPU, once it is posted and its
+//!   message has arrived.
+//!
+//! Events are `(time, sequence)` in one heap; time is integer ps. Nothing is
+//! global: a simulation is this function's locals, so many can run at once.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::fabric::{ceil_ps, Fabric, Message, Ps};
+use super::noise::OsNoise;
+use super::program::{Matching, Program, COPY, NONE, RECV, REDUCE, SEND};
+use crate::error::CoreError;
+use crate::routing::graph::mix64;
+
+/// What, besides dependencies, holds an op back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sync {
+    /// Dependencies only: an op starts as soon as its data allows (the
+    /// executor's semantics; `mpi/executor.py`).
+    Deps,
+    /// A rank starts round `k + 1` once its own ops of round `k` completed
+    /// (blocking `MPI_Sendrecv` per round, as MPI libraries run these).
+    Rounds,
+    /// Round `k + 1` starts once every rank's round `k` completed (the
+    /// α-β-γ model's synchronous rounds).
+    Barrier,
+}
+
+/// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
+#[derive(Clone, Debug)]
+pub struct Costs {
+    pub o_send: Ps,
+    pub o_recv: Ps,
+    /// `O`: sender CPU per byte.
+    pub o_per_byte: f64,
+    /// `γ`: per byte reduced.
+    pub gamma: f64,
+    /// Per byte copied locally.
+    pub copy: f64,
+    /// `S`: largest eager message, bytes.
+    pub eager_threshold: u64,
+}
+
+/// Network noise for the event-driven models (network-noise paper §2): every
+/// endpoint of `endpoints` streams `bytes`-byte messages to random peers of
+/// the set, back to back, until the application finishes.
+#[derive(Clone, Debug)]
+pub struct Background {
+    pub endpoints: Vec<u32>,
+    pub bytes: u64,
+    pub seed: u64,
+}
+
+/// A source of static routes between endpoints.
+pub trait Routes {
+    fn route(
+        &mut self,
+        src: u32,
+        dst: u32,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+    ) -> Result<(), CoreError>;
+}
+
+/// Everything a run reports; per-op and per-message times only with `trace`.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub time: Ps,
+    pub rank_done: Vec<Ps>,
+    /// CPU start of each op (a receive: when it was posted).
+    pub op_start: Vec<Ps>,
+    pub op_end: Vec<Ps>,
+    pub msg_inject: Vec<Ps>,
+    pub msg_arrive: Vec<Ps>,
+    pub link_bytes: Vec<f64>,
+    pub app_messages: u64,
+    pub bg_messages: u64,
+    pub events: u64,
+    pub os_stolen: Ps,
+}
+
+const NEVER: Ps = Ps::MAX;
+
+struct Cpu {
+    busy: bool,
+    queue: BinaryHeap<Reverse<(Ps, u32, u8)>>,
+}
+
+/// Round gates of [`Sync::Rounds`] and [`Sync::Barrier`]: segments are
+/// contiguous op ranges (one round of one rank, or one round).
+struct Gates {
+    seg_of: Vec<u32>,
+    seg_ptr: Vec<u64>,
+    left: Vec<u32>,
+    next: Vec<u32>,
+    open: Vec<bool>,
+}
+
+impl Gates {
+    fn new(prog: &Program, sync: Sync) -> Option<Gates> {
+        if sync == Sync::Deps {
+            return None;
+        }
+        let n = prog.n_ops();
+        let mut seg_ptr = vec![0u64];
+        for k in 0..prog.n_rounds() {
+            let (a, b) = (prog.round_ptr[k] as usize, prog.round_ptr[k + 1] as usize);
+            for i in a..b {
+                if sync == Sync::Rounds && i > a && prog.rank[i] != prog.rank[i - 1] {
+                    seg_ptr.push(i as u64);
+                }
+            }
+            if b > a {
+                seg_ptr.push(b as u64);
+            }
+        }
+        let n_seg = seg_ptr.len() - 1;
+        let mut seg_of = vec![0u32; n];
+        let mut left = vec![0u32; n_seg];
+        for s in 0..n_seg {
+            seg_of[seg_ptr[s] as usize..seg_ptr[s + 1] as usize].fill(s as u32);
+            left[s] = (seg_ptr[s + 1] - seg_ptr[s]) as u32;
+        }
+        let mut next = vec![NONE; n_seg];
+        let mut open = vec![false; n_seg];
+        match sync {
+            Sync::Barrier => {
+                for s in 1..n_seg {
+                    next[s - 1] = s as u32;
+                }
+                if n_seg > 0 {
+                    open[0] = true;
+                }
+            }
+            _ => {
+                let mut last = vec![NONE; prog.n_ranks as usize];
+                for s in 0..n_seg {
+                    let r = prog.rank[seg_ptr[s] as usize] as usize;
+                    if last[r] == NONE {
+                        open[s] = true;
+                    } else {
+                        next[last[r] as usize] = s as u32;
+                    }
+                    last[r] = s as u32;
+                }
+            }
+        }
+        Some(Gates {
+            seg_of,
+            seg_ptr,
+            left,
+            next,
+            open,
+        })
+    }
+}
+
+struct Sim<'a, F: Fabric, R: Routes> {
+    prog: &'a Program,
+    m: &'a Matching,
+    order: &'a [u32],
+    costs: &'a Costs,
+    fabric: &'a mut F,
+    routes: &'a mut R,
+    os: &'a mut OsNoise,
+    succ_ptr: Vec<u64>,
+    succ_idx: Vec<u32>,
+    deps_left: Vec<u32>,
+    gates: Option<Gates>,
+    cpu: Vec<Cpu>,
+    events: BinaryHeap<Reverse<(Ps, u64, u32, u8)>>,
+    seq: u64,
+    send_post: Vec<Ps>,
+    recv_post: Vec<Ps>,
+    arrived: Vec<Ps>,
+    injected: Vec<bool>,
+    done: usize,
+    links: Vec<u32>,
+    weights: Vec<f64>,
+    bg: Option<&'a Background>,
+    bg_src: Vec<u32>,
+    rng: u64,
+    out: Outcome,
+    trace: bool,
+}
+
+impl<F: Fabric, R: Routes> Sim<'_, F, R> {
+    fn cpu_work(&self, op: u32, phase: u8) -> Ps {
+        let i = op as usize;
+        let bytes = self.prog.nbytes[i] as f64;
+        let c = self.costs;
+        if phase == 1 {
+            return c.o_recv;
+        }
+        match self.prog.kind[i] {
+            SEND => c.o_send + ceil_ps(bytes * c.o_per_byte),
+            REDUCE => ceil_ps(bytes * c.gamma),
+            COPY => ceil_ps(bytes * c.copy),
+            _ => 0,
+        }
+    }
+
+    fn push_cpu(&mut self, t: Ps, op: u32, phase: u8) {
+        let r = self.prog.rank[op as usize] as usize;
+        self.cpu[r].queue.push(Reverse((t, op, phase)));
+        self.start_cpu(r, t);
+    }
+
+    fn start_cpu(&mut self, r: usize, t: Ps) {
+        if self.cpu[r].busy {
+            return;
+        }
+        let Some(Reverse((ready, op, phase))) = self.cpu[r].queue.pop() else {
+            return;
+        };
+        let start = t.max(ready);
+        let end = self.os.run(r, start, self.cpu_work(op, phase));
+        if self.trace && phase == 0 {
+            self.out.op_start[op as usize] = start;
+        }
+        self.cpu[r].busy = true;
+        self.seq += 1;
+        self.events.push(Reverse((end, self.seq, op, phase)));
+    }
+
+    fn gate_open(&self, op: u32) -> bool {
+        match &self.gates {
+            None => true,
+            Some(g) => g.open[g.seg_of[op as usize] as usize],
+        }
+    }
+
+    fn complete(&mut self, t: Ps, op: u32) {
+        let i = op as usize;
+        if self.trace {
+            self.out.op_end[i] = t;
+        }
+        let r = self.prog.rank[i] as usize;
+        self.out.rank_done[r] = self.out.rank_done[r].max(t);
+        self.done += 1;
+        for k in self.succ_ptr[i] as usize..self.succ_ptr[i + 1] as usize {
+            let s = self.succ_idx[k];
+            self.deps_left[s as usize] -= 1;
+            if self.deps_left[s as usize] == 0 && self.gate_open(s) {
+                self.push_cpu(t, s, 0);
+            }
+        }
+        let mut opened = None;
+        if let Some(g) = &mut self.gates {
+            let seg = g.seg_of[i] as usize;
+            g.left[seg] -= 1;
+            if g.left[seg] == 0 && g.next[seg] != NONE {
+                let nx = g.next[seg] as usize;
+                g.open[nx] = true;
+                opened = Some((g.seg_ptr[nx] as usize, g.seg_ptr[nx + 1] as usize));
+            }
+        }
+        if let Some((a, b)) = opened {
+            for s in a..b {
+                if self.deps_left[s] == 0 {
+                    self.push_cpu(t, s as u32, 0);
+                }
+            }
+        }
+    }
+
+    fn inject(&mut self, t: Ps, id: u32, src: u32, dst: u32, bytes: u64) -> Result<(), CoreError> {
+        self.links.clear();
+        self.weights.clear();
+        if src != dst {
+            self.routes
+                .route(src, dst, &mut self.links, &mut self.weights)?;
+        }
+        self.fabric.inject(
+            t,
+            &Message {
+                id,
+                src,
+                dst,
+                bytes,
+                links: &self.links,
+                weights: &self.weights,
+            },
+        );
+        Ok(())
+    }
+
+    fn inject_app(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
+        let s = self.m.send[msg as usize] as usize;
+        self.injected[msg as usize] = true;
+        if self.trace {
+            self.out.msg_inject[msg as usize] = t;
+        }
+        self.out.app_messages += 1;
+        let (src, dst) = (
+            self.order[self.prog.rank[s] as usize],
+            self.order[self.prog.peer[s] as usize],
+        );
+        self.inject(t, msg, src, dst, self.prog.nbytes[s])
+    }
+
+    fn bg_send(&mut self, t: Ps, src: u32, dst: u32) -> Result<(), CoreError> {
+        let bg = self.bg.expect("background configured");
+        let id = self.m.send.len() as u64 + self.bg_src.len() as u64;
+        if id > u32::MAX as u64 {
+            return Err(CoreError::InvalidArgument(
+                "simulate: over 2^32 messages; shorten the run or the background traffic".into(),
+            ));
+        }
+        self.bg_src.push(src);
+        self.out.bg_messages += 1;
+        self.inject(t, id as u32, src, dst, bg.bytes)
+    }
+
+    fn random_peer(&mut self, src: u32) -> u32 {
+        let eps = &self.bg.expect("background").endpoints;
+        loop {
+            self.rng = mix64(self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            let d = eps[(self.rng % eps.len() as u64) as usize];
+            if d != src {
+                return d;
+            }
+        }
+    }
+
+    fn on_cpu_done(&mut self, t: Ps, op: u32, phase: u8) -> Result<(), CoreError> {
+        let i = op as usize;
+        let r = self.prog.rank[i] as usize;
+        self.cpu[r].busy = false;
+        let msg = self.m.msg_of[i];
+        let eager = self.prog.nbytes[i] <= self.costs.eager_threshold;
+        match (self.prog.kind[i], phase) {
+            (SEND, 0) => {
+                self.send_post[msg as usize] = t;
+                if eager {
+                    self.inject_app(t, msg)?;
+                    self.complete(t, op);
+                } else if self.recv_post[msg as usize] != NEVER {
+                    self.inject_app(t, msg)?;
+                }
+            }
+            (RECV, 0) => {
+                self.recv_post[msg as usize] = t;
+                if !eager && self.send_post[msg as usize] != NEVER && !self.injected[msg as usize] {
+                    self.inject_app(t, msg)?;
+                }
+                if self.arrived[msg as usize] != NEVER {
+                    self.push_cpu(t, op, 1);
+                }
+            }
+            _ => self.complete(t, op),
+        }
+        self.start_cpu(r, t);
+        Ok(())
+    }
+
+    fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
+        let n_app = self.m.send.len();
+        if id as usize >= n_app {
+            if self.done < self.prog.n_ops() {
+                let src = self.bg_src[id as usize - n_app];
+                let dst = self.random_peer(src);
+                self.bg_send(t, src, dst)?;
+            }
+            return Ok(());
+        }
+        let msg = id as usize;
+        self.arrived[msg] = t;
+        if self.trace {
+            self.out.msg_arrive[msg] = t;
+        }
+        let (s, rv) = (self.m.send[msg], self.m.recv[msg]);
+        if self.prog.nbytes[s as usize] > self.costs.eager_threshold {
+            self.complete(t, s);
+        }
+        if self.recv_post[msg] != NEVER {
+            self.push_cpu(t, rv, 1);
+        }
+        Ok(())
+    }
+
+    fn start_background(&mut self) -> Result<(), CoreError> {
+        let Some(bg) = self.bg else { return Ok(()) };
+        if bg.endpoints.len() < 2 || bg.bytes == 0 {
+            return Ok(());
+        }
+        // One random permutation first (every endpoint receives from one
+        // peer, as in the paper's perturbation pattern), then random peers.
+        let mut eps = bg.endpoints.clone();
+        for k in (1..eps.len()).rev() {
+            self.rng = mix64(self.rng.wrapping_add(k as u64));
+            eps.swap(k, (self.rng % (k as u64 + 1)) as usize);
+        }
+        for k in 0..eps.len() {
+            self.bg_send(0, eps[k], eps[(k + 1) % eps.len()])?;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<(), CoreError> {
+        let n = self.prog.n_ops();
+        for i in 0..n {
+            if self.deps_left[i] == 0 && self.gate_open(i as u32) {
+                self.push_cpu(0, i as u32, 0);
+            }
+        }
+        self.start_background()?;
+        let mut arrived = Vec::new();
+        while self.done < n {
+            let t_ev = self.events.peek().map(|Reverse((t, ..))| *t);
+            let t_fab = self.fabric.next_arrival();
+            self.out.events += 1;
+            // Arrivals go first at equal times: a receive completes before
+            // the CPU work that finishes at the same instant looks at it.
+            let fabric_first = match (t_ev, t_fab) {
+                (Some(te), Some(tf)) => tf <= te,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if fabric_first {
+                arrived.clear();
+                self.fabric.advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
+                for &(t, id) in &arrived {
+                    self.on_arrival(t, id)?;
+                }
+            } else if let Some(Reverse((t, _, op, phase))) = self.events.pop() {
+                self.on_cpu_done(t, op, phase)?;
+            } else {
+                return Err(CoreError::InvalidArgument(format!(
+                    "simulate: {} of {} ops can never start (a receive waits for a send that \
+                     waits for it: rendezvous deadlock)",
+                    n - self.done,
+                    n
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Simulate `prog` (matched by `m`) with ranks on endpoints `order`.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate<F: Fabric, R: Routes>(
+    prog: &Program,
+    m: &Matching,
+    order: &[u32],
+    costs: &Costs,
+    sync: Sync,
+    fabric: &mut F,
+    routes: &mut R,
+    os: &mut OsNoise,
+    bg: Option<&Background>,
+    trace: bool,
+) -> Result<Outcome, CoreError> {
+    if order.len() != prog.n_ranks as usize {
+        return Err(CoreError::InvalidArgument(format!(
+            "simulate: order has {} entries, expected one per rank ({})",
+            order.len(),
+            prog.n_ranks
+        )));
+    }
+    let n = prog.n_ops();
+    let n_msg = m.send.len();
+    let (succ_ptr, succ_idx) = prog.successors();
+    let deps_left = (0..n).map(|i| prog.deps(i).len() as u32).collect();
+    let mut out = Outcome {
+        rank_done: vec![0; prog.n_ranks as usize],
+        ..Default::default()
+    };
+    if trace {
+        out.op_start = vec![0; n];
+        out.op_end = vec![0; n];
+        out.msg_inject = vec![0; n_msg];
+        out.msg_arrive = vec![0; n_msg];
+    }
+    let mut sim = Sim {
+        prog,
+        m,
+        order,
+        costs,
+        fabric,
+        routes,
+        os,
+        succ_ptr,
+        succ_idx,
+        deps_left,
+        gates: Gates::new(prog, sync),
+        cpu: (0..prog.n_ranks)
+            .map(|_| Cpu {
+                busy: false,
+                queue: BinaryHeap::new(),
+            })
+            .collect(),
+        events: BinaryHeap::new(),
+        seq: 0,
+        send_post: vec![NEVER; n_msg],
+        recv_post: vec![NEVER; n_msg],
+        arrived: vec![NEVER; n_msg],
+        injected: vec![false; n_msg],
+        done: 0,
+        links: Vec::with_capacity(64),
+        weights: Vec::with_capacity(64),
+        bg,
+        bg_src: Vec::new(),
+        rng: bg.map_or(0, |b| mix64(b.seed)),
+        out,
+        trace,
+    };
+    sim.run()?;
+    let mut out = std::mem::take(&mut sim.out);
+    out.time = out.rank_done.iter().copied().max().unwrap_or(0);
+    out.link_bytes = sim.fabric.link_bytes().to_vec();
+    out.os_stolen = sim.os.stolen;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fabric::Links;
+    use crate::engine::loggops::{LogGopsNic, Reservation};
+    use crate::engine::noise::Detours;
+    use crate::engine::program::tests::ring_round;
+
+    /// A crossbar: endpoint e reaches the switch on link e and is reached on link n + e.
+    pub struct Crossbar(pub u32);
+
+    impl Routes for Crossbar {
+        fn route(&mut self, s: u32, d: u32, l: &mut Vec<u32>, w: &mut Vec<f64>) -> Result<(), CoreError> {
+            l.extend([s, self.0 + d]);
+            w.extend([1.0, 1.0]);
+            Ok(())
+        }
+    }
+
+    fn loggops(n: u32) -> Reservation {
+        let links = Links {
+            bandwidth: vec![1e9; 2 * n as usize],
+            latency: vec![0; 2 * n as usize],
+        };
+        Reservation::new(links, n as usize, LogGopsNic { g: 0, big_g: 0.0, l: 0, ports: 1 })
+    }
+
+    fn costs(o: Ps) -> Costs {
+        Costs { o_send: o, o_recv: 0, o_per_byte: 0.0, gamma: 1000.0, copy: 0.0, eager_threshold: 1 << 16 }
+    }
+
+    fn run(prog: &Program, sync: Sync, c: &Costs) -> Outcome {
+        let m = prog.match_messages().unwrap();
+        let order: Vec<u32> = (0..prog.n_ranks).collect();
+        let mut f = loggops(prog.n_ranks);
+        let mut os = OsNoise::new(Detours::Quiet, prog.n_ranks as usize);
+        simulate(prog, &m, &order, c, sync, &mut f, &mut Crossbar(prog.n_ranks), &mut os, None, true).unwrap()
+    }
+
+    #[test]
+    fn a_ring_round_costs_alpha_plus_bytes_over_bandwidth() {
+        let out = run(&ring_round(4, 1000), Sync::Deps, &costs(500_000));
+        assert_eq!(out.time, 500_000 + 1_000_000);
+        assert_eq!(out.app_messages, 4);
+        assert!(out.rank_done.iter().all(|&t| t == out.time));
+    }
+
+    /// Two rounds on 2 ranks; round 2's receive on rank 1 follows a reduction.
+    fn two_rounds(bytes: u64) -> Program {
+        // round 0: r0 send→1, r1 recv←0, r1 reduce (dep recv); round 1: r0 recv←1 , r1 send→0 (dep reduce)
+        Program {
+            n_ranks: 2,
+            rank: vec![0, 1, 1, 0, 1],
+            kind: vec![SEND, RECV, REDUCE, RECV, SEND],
+            peer: vec![1, 0, NONE, 1, 0],
+            tag: vec![0; 5],
+            nbytes: vec![bytes; 5],
+            dep_ptr: vec![0, 0, 0, 1, 1, 2],
+            dep_idx: vec![1, 2],
+            round_ptr: vec![0, 3, 5],
+        }
+    }
+
+    #[test]
+    fn reduction_then_send_follow_the_dependencies() {
+        // 1000 B: 1 µs on the wire, 1 µs of reduction (γ = 1000 ps/B)
+        let out = run(&two_rounds(1000), Sync::Deps, &costs(0));
+        assert_eq!(out.op_end[1], 1_000_000);
+        assert_eq!(out.op_end[2], 2_000_000);
+        assert_eq!(out.time, 3_000_000);
+    }
+
+    #[test]
+    fn rendezvous_waits_for_the_receive_and_round_gates_hold_ops_back() {
+        // A rank-0 op in round 1 with no dependency: under Deps it starts at 0.
+        let mut p = two_rounds(100_000); // > eager threshold: rendezvous
+        let c = costs(0);
+        let deps = run(&p, Sync::Deps, &c);
+        // rank 0 posts its round-1 receive at 0
+        assert_eq!(deps.op_start[3], 0);
+        let rounds = run(&p, Sync::Rounds, &c);
+        // under Rounds it waits for rank 0's round 0 (the rendezvous send done at 100 µs)
+        assert_eq!(rounds.op_start[3], 100_000_000);
+        // barrier: round 1 waits for rank 1's reduction too (100 µs more)
+        let barrier = run(&p, Sync::Barrier, &c);
+        assert_eq!(barrier.op_start[3], 200_000_000);
+        assert_eq!(barrier.time, 300_000_000);
+        // rendezvous: a send posted before its receive waits for it
+        // rank 1's round-1 send no longer waits; rank 0's receive waits for its own send
+        p.dep_ptr = vec![0, 0, 0, 1, 2, 2];
+        p.dep_idx = vec![1, 0];
+        let out = run(&p, Sync::Deps, &c);
+        assert_eq!(out.op_start[4], 0, "the send is posted at once");
+        assert_eq!(out.msg_inject[1], 100_000_000, "but injected when its receive is posted");
+    }
+
+    #[test]
+    fn background_traffic_slows_a_message_sharing_its_links() {
+        let prog = ring_round(2, 1_000_000);
+        let m = prog.match_messages().unwrap();
+        let c = costs(0);
+        let mut os = OsNoise::new(Detours::Quiet, 2);
+        // endpoints 0,1 for the app, 2,3 background, all on one crossbar of 4
+        let mut f = loggops(4);
+        let clean = simulate(&prog, &m, &[0, 1], &c, Sync::Deps, &mut f, &mut Crossbar(4), &mut os, None, false)
+            .unwrap();
+        let bg = Background { endpoints: vec![2, 3, 0], bytes: 1_000_000, seed: 3 };
+        let mut f = loggops(4);
+        let noisy =
+            simulate(&prog, &m, &[0, 1], &c, Sync::Deps, &mut f, &mut Crossbar(4), &mut os, Some(&bg), false)
+                .unwrap();
+        assert_eq!(clean.time, 1_000_000_000);
+        assert!(noisy.time > clean.time && noisy.bg_messages >= 3, "{noisy:?}");
+    }
+}
