@@ -20,7 +20,8 @@ from .errors import SpecError, TopocollError, VerificationError
 from .schedules import report
 from .schedules.registry import MAX_P, catalogue, check_collective, lookup, needs_text
 from .schedules.sizes import CONVENTION
-from .sim import AlphaBetaGamma, Platform, StaticContention, make_network
+from .sim import MODELS, AlphaBetaGamma, Platform, StaticContention, make_network, model_named
+from .sim.cli import add_engine_arguments, engine_options
 from .tune import rank
 from .verify import verify, verify_report
 from .verify.symbolic import format_seq
@@ -144,35 +145,50 @@ def _platform(args) -> tuple:
     """(model, platform) from compare's options."""
     network_only = [opt for opt, value in (("--routing", args.routing), ("--order", args.order),
                                            ("--seed", args.seed)) if value is not None]
+    name = args.model or ("alpha-beta-gamma" if args.topology is None else "static")
+    if name in ("alpha-beta-gamma", "static"):
+        model = model_named(name)
+    else:
+        model = model_named(name, options=engine_options(args))
     if args.topology is None:
         if network_only:
             raise SpecError(f"{network_only[0]} given without --topology, expected it only with a network "
                             "(e.g. --topology kary:12,2)")
-        return AlphaBetaGamma(), Platform(alpha=args.alpha, bandwidth=args.bandwidth or 2e9,
-                                          reduce_bandwidth=args.reduce_bandwidth)
+        if name == "static":
+            raise SpecError("--model static needs a network, expected --topology SPEC")
+        return model, Platform(alpha=args.alpha, bandwidth=args.bandwidth or 2e9,
+                               reduce_bandwidth=args.reduce_bandwidth)
+    if name == "alpha-beta-gamma":
+        raise SpecError(f"--model alpha-beta-gamma with --topology {args.topology}, expected no network: the "
+                        "α-β-γ model has none (use static, loggops, flow or congestion)")
     if args.bandwidth is not None:
         raise SpecError(f"--bandwidth {args.bandwidth:g} with --topology {args.topology}, expected one of them: "
                         "the topology's links carry their own bandwidths (set them in the spec, e.g. "
                         "crossbar:16@bw=1GB/s)")
     network = make_network(args.topology, args.procs, routing=args.routing, order=args.order or "routing",
                            seed=0 if args.seed is None else args.seed)
-    return StaticContention(), Platform(alpha=args.alpha, reduce_bandwidth=args.reduce_bandwidth, network=network)
+    return model, Platform(alpha=args.alpha, reduce_bandwidth=args.reduce_bandwidth, network=network)
 
 
 def _print_ranking(collective, p, rows, model, platform) -> None:
     print(f"{collective} on P={p}, {model.name} model: {platform.describe()}")
     static = isinstance(model, StaticContention)
+    links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
     sizes = list(dict.fromkeys(r.size for r in rows))
     for size in sizes:
         table = [("rank", "algorithm", "params", "rounds", "msgs/rank", "bytes/rank", "time (model)")]
         if static:
             table[0] += ("congestion", "hottest link")
+        elif links:
+            table[0] += ("hottest link",)
         for r in (r for r in rows if r.size == size):
             shown = ", ".join(f"{k}={v}" for k, v in r.params.items()) or "-"
             row = (str(r.position), r.algorithm, shown, str(r.report.rounds), str(r.report.max_messages_per_rank),
                    _bytes(r.report.max_bytes_per_rank), f"{r.time * 1e6:.2f} µs")
             if static:
                 row += (f"{r.estimate.congestion:.3g}×", r.estimate.hot_link)
+            elif links:
+                row += (r.estimate.hot_link or "-",)
             table.append(row)
         kind = CONVENTION[collective]
         print(f"\nmessage size {_bytes(size)} ({kind}):" if kind != "none" else "\nno message (barrier):")
@@ -277,8 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("compare", help="rank the algorithms of a collective by a model",
-                       description="Rank algorithms by the α-β-γ model of Chan et al. (2007), or by static "
-                                   "link contention on a network (--topology).")
+                       description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
+                                   "link contention on a network (--topology), or by an event-driven "
+                                   "model (--model loggops|flow|congestion).")
     p.add_argument("collective")
     p.add_argument("-P", "--procs", type=positive_int, required=True, help=f"number of ranks (1..{MAX_P})")
     p.add_argument("--sizes", default="8,64K,4M",
@@ -300,6 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "blocked:2x2x2, hostfile:FILE, slurm:FILE; with --topology")
     p.add_argument("--seed", type=seed, default=None,
                    help="seed of a random node order (default 0); with --topology")
+    p.add_argument("--model", choices=tuple(MODELS),
+                   help="alpha-beta-gamma (default without --topology), static (default with it), or an "
+                        "event-driven model: loggops, flow, congestion (`topocoll simulate`)")
+    add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("demo", help="the main job on an embedded default (allreduce on 24 ranks)",
@@ -315,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _extension_parsers():
     """Verbs owned by other areas, added when their module is present."""
-    for module, attr in (("topocoll.topology.cli", "add_topo_parser"),
+    for module, attr in (("topocoll.topology.cli", "add_topo_parser"), ("topocoll.sim.cli", "add_simulate_parser"),
                          ("topocoll.composite", "add_composite_parser")):
         try:
             mod = importlib.import_module(module)

@@ -1,0 +1,237 @@
+"""``topocoll simulate``: one schedule (or a sweep over P and sizes) on a
+modelled network with an event-driven model, and the pictures that explain
+the result. Everything here is a library call first (:mod:`.engine`,
+:mod:`.noise`, :mod:`.sweep`, :mod:`topocoll.viz`); this module parses and prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..argtypes import finite_float, parse_params, parse_sizes, positive_int, seed
+from ..errors import SpecError
+from .engine import EVENT_MODELS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
+from .noise import noise_runs
+from .sweep import SimTask, build, run_sweep
+
+
+def _table(rows) -> str:
+    from ..cli import _table as table   # the CLI's one table format; topocoll.cli is loaded first
+    return table(rows)
+
+__all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options"]
+
+
+def _int_list(text: str) -> list[int]:
+    out = []
+    for part in str(text).split(","):
+        out.append(positive_int(part.strip()))
+    return out
+
+
+def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
+    """``periodic:PERIOD,LENGTH`` / ``random:MEAN_GAP,LENGTH`` (seconds) or ``trace:FILE``."""
+    if text is None:
+        return None
+    kind, _, rest = text.partition(":")
+    if kind == "trace":
+        return OsNoise.from_netgauge(rest, seed=seed_value)
+    if kind in ("periodic", "random"):
+        parts = rest.split(",")
+        if len(parts) != 2:
+            raise SpecError(f"--os-noise {text!r}, expected {kind}:PERIOD,LENGTH in seconds (e.g. {kind}:1e-3,1e-5)")
+        try:
+            period, length = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise SpecError(f"--os-noise {text!r}, expected two numbers in seconds") from None
+        return OsNoise(kind, period=period, length=length, seed=seed_value)
+    raise SpecError(f"--os-noise {text!r}, expected periodic:PERIOD,LENGTH, random:GAP,LENGTH or trace:FILE")
+
+
+def engine_options(args) -> EngineOptions:
+    return EngineOptions(sync=args.sync, eager=args.eager, ports=args.ports, sharing=args.sharing,
+                         nic_bandwidth=args.nic_bandwidth or 0.0, o_recv=args.o_recv, g=args.gap,
+                         G=args.gap_per_byte, L=args.latency)
+
+
+def add_engine_arguments(p, *, default_model="loggops") -> None:
+    """Model options shared by ``simulate`` and ``compare``."""
+    p.add_argument("--sync", choices=SYNCS, default="deps",
+                   help="what holds an op back besides its data: deps (the executor's semantics, default), "
+                        "rounds (blocking per-round exchanges, as MPI libraries run them), barrier "
+                        "(synchronous rounds, the α-β-γ reading)")
+    p.add_argument("--eager", type=int, default=65536, help="largest eager message in bytes (default 65536)")
+    p.add_argument("--ports", type=positive_int, default=1, help="NIC ports per endpoint, loggops (default 1)")
+    p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
+                   help="bandwidth sharing of the flow model: maxmin (default) or cm02 (SimGrid's)")
+    p.add_argument("--nic-bandwidth", type=finite_float(unit="B/s"), default=0.0,
+                   help="injection/ejection limit per endpoint in B/s, flow model (default: none)")
+    p.add_argument("--o-recv", type=finite_float(unit="s"), default=0.0, help="receiver overhead o_r in s")
+    p.add_argument("--gap", type=finite_float(unit="s"), default=0.0, help="LogGOPS g in s")
+    p.add_argument("--gap-per-byte", type=finite_float(unit="s/B"), default=0.0, help="LogGOPS G in s/B")
+    p.add_argument("--latency", type=finite_float(unit="s"), default=0.0,
+                   help="LogGOPS L in s, on top of the links' latencies")
+
+
+def add_simulate_parser(sub) -> None:
+    p = sub.add_parser(
+        "simulate", help="simulate a schedule on a modelled network (loggops, flow, congestion)",
+        description="Simulate one collective algorithm on a network with an event-driven model: "
+                    "time, per-rank completion, achieved bandwidth, hottest links; noise ensembles; "
+                    "timelines and bandwidth matrices. -P and --size take lists for a sweep.")
+    p.add_argument("collective")
+    p.add_argument("algorithm")
+    p.add_argument("-P", "--procs", required=True, help="number of ranks, or a comma list for a sweep")
+    p.add_argument("--size", required=True,
+                   help="message size in bytes (MPI's convention; K/M/G suffixes), or a comma list")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="generator parameter, repeatable")
+    p.add_argument("--model", choices=EVENT_MODELS, default="loggops", help="default loggops")
+    p.add_argument("--topology", metavar="SPEC", help="network (default: an ideal crossbar at --bandwidth)")
+    p.add_argument("--routing", help="routing engine (default: the topology family's)")
+    p.add_argument("--order", default="routing", help="node order (default routing)")
+    p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6,
+                   help="sender overhead o per message in s (default 1e-6)")
+    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=2e9,
+                   help="link bandwidth without --topology, B/s (default 2e9)")
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=4e9,
+                   help="reduction throughput, B/s (default 4e9)")
+    add_engine_arguments(p)
+    p.add_argument("--noise", type=finite_float(unit=""), default=None, metavar="RATIO",
+                   help="network noise: perturbation ratio in [0, 1) (background endpoints = RATIO/(1-RATIO) "
+                        "× P, drawn from the endpoints the application leaves free)")
+    p.add_argument("--noise-bytes", type=positive_int, default=1 << 20,
+                   help="background message size in bytes, loggops/flow (default 1 MiB)")
+    p.add_argument("--runs", type=positive_int, default=1, help="noise runs with seeds SEED, SEED+1, ...")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the noise (default 0)")
+    p.add_argument("--os-noise", metavar="KIND",
+                   help="OS noise: periodic:PERIOD,LENGTH, random:MEAN_GAP,LENGTH (s) or trace:FILE "
+                        "(Netgauge: start<TAB>duration in ns)")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Perfetto/Chrome timeline")
+    p.add_argument("--matrix", metavar="OUT.png", help="write the bandwidth matrix (shift-based paper §5)")
+    p.add_argument("--draw", metavar="OUT.svg", help="write the link loads on the topology (small networks)")
+    p.add_argument("--executor", choices=("serial", "process", "mpi"), default="serial",
+                   help="where a sweep runs: serial (default), local processes, or MPI ranks "
+                        "(under mpiexec, through mpi4py.futures)")
+    p.add_argument("--workers", type=positive_int, default=None, help="processes of a sweep")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_simulate)
+
+
+def _progress(done: int, total: int) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _task(args, p: int, size: int) -> SimTask:
+    noise = None
+    if args.noise is not None:
+        noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed)
+    return SimTask(args.collective, args.algorithm, p, size, parse_params(args.param), args.topology,
+                   args.routing, args.order, args.order_seed, args.model, args.alpha, args.bandwidth,
+                   args.reduce_bandwidth, engine_options(args), noise, parse_os_noise(args.os_noise, args.seed))
+
+
+def cmd_simulate(args) -> int:
+    procs, sizes = _int_list(args.procs), parse_sizes(args.size)
+    if args.topology is None and (args.routing or args.order != "routing"):
+        raise SpecError("--routing/--order given without --topology, expected them only with a network")
+    if args.noise is not None and args.topology is None:
+        raise SpecError("--noise needs a network with free endpoints, expected --topology SPEC")
+    if args.runs > 1 and args.noise is None:
+        raise SpecError(f"--runs {args.runs} without --noise, expected noise runs to repeat")
+    tasks = [_task(args, p, s) for p in procs for s in sizes]
+    if len(tasks) > 1:
+        if args.trace or args.matrix or args.draw or args.runs > 1:
+            raise SpecError("--trace, --matrix, --draw and --runs take one P and one size, expected no lists")
+        rows = run_sweep(tasks, executor=args.executor, workers=args.workers, progress=_progress)
+        if args.json:
+            print(json.dumps([{"schedule": r.label, "P": r.task.p, "size": r.task.size, "time_s": r.time,
+                               "slowdown": r.slowdown, "bandwidth_Bps": r.bandwidth, "hot_link": r.hot_link,
+                               "seed": r.seed} for r in rows], indent=1))
+            return 0
+        head = ("schedule", "P", "size", "time", "bandwidth", "hottest link")
+        table = [head] + [(r.label, str(r.task.p), str(r.task.size), f"{r.time * 1e6:.2f} µs",
+                           f"{r.bandwidth / 1e9:.3g} GB/s", r.hot_link or "-") for r in rows]
+        print(f"{args.model} model, sync={args.sync}" + (f", noise ratio {args.noise} seed {args.seed}"
+                                                           if args.noise is not None else ""))
+        print(_table(table))
+        return 0
+    task = tasks[0]
+    sched, platform = build(task)
+    if task.noise is not None and args.runs > 1:
+        runs = noise_runs(sched, platform, model=task.model, noise=task.noise, runs=args.runs,
+                          options=task.options, progress=_progress)
+        if args.json:
+            print(json.dumps({"schedule": sched.label(), **runs.as_dict()}, indent=1))
+            return 0
+        q1, q3 = runs.quartiles
+        lo, hi = runs.notch
+        print(f"{sched.label()} on {platform.describe()}\n{task.model} model, noise ratio {task.noise.ratio}, "
+              f"{args.runs} runs, seeds {runs.seeds[0]}..{runs.seeds[-1]}")
+        print(f"clean time {runs.clean * 1e6:.3f} µs; slowdown mean {runs.mean:.4f}, median {runs.median:.4f}, "
+              f"quartiles [{q1:.4f}, {q3:.4f}], 95% notch [{lo:.4f}, {hi:.4f}], "
+              f"range [{runs.slowdowns.min():.4f}, {runs.slowdowns.max():.4f}]")
+        return 0
+    want_trace = bool(args.trace or args.matrix)
+    sim = simulate(sched, platform, model=task.model, options=task.options, noise=task.noise,
+                   os_noise=task.os_noise, trace=want_trace)
+    clean = None
+    if task.noise is not None:
+        clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise)
+    outputs = _write_pictures(args, sim, sched)
+    if args.json:
+        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(),
+               "bound_Bps": _bound(sim), "outputs": outputs}
+        if clean is not None:
+            out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"{sched.label()} on {platform.describe()}")
+    print(f"{task.model} model, sync={task.options.sync}" +
+          (f", network noise ratio {task.noise.ratio} (seed {task.noise.seed})" if task.noise else "") +
+          (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))
+    print(f"time {sim.time * 1e6:.3f} µs" + (f" (clean {clean.time * 1e6:.3f} µs, slowdown "
+                                            f"{sim.time / clean.time:.4f})" if clean else ""))
+    done = sim.rank_done
+    print(f"ranks finish between {done.min() * 1e6:.3f} and {done.max() * 1e6:.3f} µs "
+          f"(first: rank {int(done.argmin())}, last: rank {int(done.argmax())})")
+    bound = _bound(sim)
+    print(f"achieved {sim.bandwidth / 1e9:.4g} GB/s of application bytes ({sim.bytes_total} B in "
+          f"{sim.messages} messages)" + (f"; injection bound {bound / 1e9:.4g} GB/s" if bound else ""))
+    if sim.background_messages:
+        print(f"background messages: {sim.background_messages}")
+    hot = sim.hot_links(5)
+    if hot:
+        unit = "flows" if task.model == "congestion" else "B"
+        print("hottest links: " + ", ".join(f"{n} ({v:.4g} {unit})" for n, v in hot))
+    for what, path in outputs.items():
+        print(f"{what}: {path}")
+    return 0
+
+
+def _bound(sim) -> float:
+    """Injection bound: every rank's link into the network at full speed, B/s
+    (links are sorted by source node, so an endpoint's first link is its own)."""
+    topo = sim.network.topology
+    return float(topo.bandwidth[topo.indptr[sim.network.order]].sum())
+
+
+def _write_pictures(args, sim, sched) -> dict:
+    out = {}
+    if args.trace:
+        from ..viz.timeline import write_chrome_trace
+        out["timeline"] = str(write_chrome_trace(sim, args.trace))
+    if args.matrix:
+        from ..viz.matrix import bandwidth_matrix, write_matrix_png
+        out["bandwidth matrix"] = str(write_matrix_png(bandwidth_matrix(sim), args.matrix))
+    if args.draw:
+        from ..topology.draw import draw_svg
+        out["link loads"] = str(draw_svg(sim.network.topology, args.draw, loads=sim.link_bytes))
+    return out

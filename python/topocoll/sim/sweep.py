@@ -1,0 +1,117 @@
+"""Sweeps of simulations over P, message sizes and noise seeds, on local
+processes or, under ``mpiexec``, on MPI ranks through ``mpi4py.futures``
+(the same code grows from one machine to a cluster).
+
+A task is a plain, picklable :class:`SimTask`; :func:`run_task` builds the
+schedule and the network in the worker, so nothing large crosses processes.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from ..errors import SpecError
+from ..schedules.registry import lookup
+from ..schedules.sizes import from_bytes
+from .engine import EngineOptions, NetworkNoise, OsNoise, simulate
+from .model import Platform, make_network
+
+__all__ = ["SimTask", "SimRow", "run_task", "run_sweep", "executor_named"]
+
+
+@dataclass(frozen=True)
+class SimTask:
+    """One simulation: what to run, where, with which model."""
+
+    collective: str
+    algorithm: str
+    p: int
+    size: int
+    params: dict = field(default_factory=dict)
+    topology: str | None = None
+    routing: str | None = None
+    order: str = "routing"
+    order_seed: int = 0
+    model: str = "loggops"
+    alpha: float = 1e-6
+    bandwidth: float = 2e9
+    reduce_bandwidth: float = 4e9
+    options: EngineOptions = EngineOptions()
+    noise: NetworkNoise | None = None
+    os_noise: OsNoise | None = None
+
+
+@dataclass(frozen=True)
+class SimRow:
+    task: SimTask
+    label: str
+    time: float
+    clean: float | None        # without network noise (noise runs only)
+    bandwidth: float
+    hot_link: str | None
+    seed: int | None
+
+    @property
+    def slowdown(self) -> float | None:
+        return self.time / self.clean if self.clean else None
+
+
+def build(task: SimTask):
+    """(schedule, platform) of a task."""
+    info = lookup(task.collective, task.algorithm)
+    params = {**from_bytes(task.collective, task.p, task.size), **task.params}
+    info.check_size(task.p, params)
+    sched = info.generate(task.p, **params)
+    network = None
+    if task.topology is not None:
+        network = make_network(task.topology, task.p, routing=task.routing, order=task.order,
+                               seed=task.order_seed)
+    platform = Platform(alpha=task.alpha, bandwidth=task.bandwidth, reduce_bandwidth=task.reduce_bandwidth,
+                        network=network)
+    return sched, platform
+
+
+def run_task(task: SimTask) -> SimRow:
+    sched, platform = build(task)
+    sim = simulate(sched, platform, model=task.model, options=task.options, noise=task.noise,
+                   os_noise=task.os_noise)
+    clean = None
+    if task.noise is not None:
+        clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise).time
+    hot = sim.hot_links(1)
+    return SimRow(task, sched.label(), sim.time, clean, sim.bandwidth, hot[0][0] if hot else None, sim.seed)
+
+
+def executor_named(kind: str, workers: int | None = None) -> Executor | None:
+    """``serial`` (None), ``process`` (local processes) or ``mpi``
+    (``mpi4py.futures.MPIPoolExecutor``; run under ``mpiexec -n N python -m
+    mpi4py.futures -m topocoll ...``)."""
+    if kind == "serial":
+        return None
+    if kind == "process":
+        return ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+    if kind == "mpi":
+        from mpi4py.futures import MPIPoolExecutor
+        return MPIPoolExecutor(max_workers=workers)
+    raise SpecError(f"executor {kind!r}, expected serial, process or mpi")
+
+
+def run_sweep(tasks: list[SimTask], *, executor: str = "serial", workers: int | None = None,
+              progress=None) -> list[SimRow]:
+    """Run every task; rows in task order. ``progress(done, total)`` after each."""
+    pool = executor_named(executor, workers)
+    rows: list[SimRow] = []
+    if pool is None:
+        for t in tasks:
+            rows.append(run_task(t))
+            if progress:
+                progress(len(rows), len(tasks))
+        return rows
+    with pool:
+        for row in pool.map(run_task, tasks):
+            rows.append(row)
+            if progress:
+                progress(len(rows), len(tasks))
+    return rows
