@@ -64,6 +64,12 @@ impl PyEngineProgram {
         self.prog.n_ops()
     }
 
+    /// Bytes of all sends.
+    #[getter]
+    fn bytes_sent(&self) -> u64 {
+        self.matching.send.iter().map(|&s| self.prog.nbytes[s as usize]).sum()
+    }
+
     #[getter]
     fn n_messages(&self) -> usize {
         self.matching.send.len()

@@ -1038,16 +1038,18 @@ mod tests {
         let l = links(&[1e9, 1e15, 1e15], &[0, us, 3 * us]);
         let mut f = fabric(l, Sharing::Cm02, 0.0, 0, 0);
         let g = 1_000_000_000u64;
-        let msg = |id, links: &[u32]| Message {
-            id,
-            src: 0,
-            dst: 1,
-            bytes: g,
-            links,
-            weights: &[1.0, 1.0],
-        };
-        f.inject(0, &msg(0, &[0, 1]));
-        f.inject(0, &msg(1, &[0, 2]));
+        fn msg(id: u32, bytes: u64, links: &[u32]) -> Message<'_> {
+            Message {
+                id,
+                src: 0,
+                dst: 1,
+                bytes,
+                links,
+                weights: &[1.0, 1.0],
+            }
+        }
+        f.inject(0, &msg(0, g, &[0, 1]));
+        f.inject(0, &msg(1, g, &[0, 2]));
         // Only latency-phase ends before 3 µs; nothing arrives.
         let mut arrived = Vec::new();
         assert_eq!(f.next_arrival(), Some(us));

@@ -7,8 +7,6 @@
 //! invariant 1). Sends match receives per channel `(src, dst, tag)` in id
 //! order (invariant 2, MPI's non-overtaking rule).
 
-use std::collections::HashMap;
-
 use crate::error::CoreError;
 
 pub const SEND: u8 = 0;
@@ -116,66 +114,66 @@ impl Program {
         Ok(())
     }
 
-    /// Match sends to receives per channel in id order.
+    /// Match sends to receives per channel in id order: sort the sends by
+    /// `(src, dst, tag, id)` and the receives by `(peer, rank, tag, id)`; the
+    /// k-th of each channel pair up. Messages are numbered in send-id order.
     pub fn match_messages(&self) -> Result<Matching, CoreError> {
         let n = self.n_ops();
-        let mut pending: HashMap<(u32, u32, i64), (Vec<u32>, Vec<u32>)> = HashMap::new();
+        let key = |i: usize, src: u32, dst: u32| (src, dst, self.tag[i], i as u32);
+        let mut sends: Vec<(u32, u32, i64, u32)> = Vec::new();
+        let mut recvs: Vec<(u32, u32, i64, u32)> = Vec::new();
         for i in 0..n {
             match self.kind[i] {
-                SEND => pending
-                    .entry((self.rank[i], self.peer[i], self.tag[i]))
-                    .or_default()
-                    .0
-                    .push(i as u32),
-                RECV => pending
-                    .entry((self.peer[i], self.rank[i], self.tag[i]))
-                    .or_default()
-                    .1
-                    .push(i as u32),
+                SEND => sends.push(key(i, self.rank[i], self.peer[i])),
+                RECV => recvs.push(key(i, self.peer[i], self.rank[i])),
                 _ => {}
             }
         }
-        let mut channels: Vec<_> = pending.into_iter().collect();
-        channels.sort_unstable_by_key(|(_, (s, r))| s.first().or(r.first()).copied());
-        let mut m = Matching {
-            msg_of: vec![NONE; n],
-            ..Default::default()
-        };
-        for ((src, dst, tag), (sends, recvs)) in channels {
-            if sends.len() != recvs.len() {
-                return Err(CoreError::InvalidArgument(format!(
-                    "program: channel {src}→{dst} tag {tag} has {} sends but {} receives",
-                    sends.len(),
-                    recvs.len()
-                )));
-            }
-            for (&s, &r) in sends.iter().zip(&recvs) {
+        sends.sort_unstable();
+        recvs.sort_unstable();
+        let channel = |k: &(u32, u32, i64, u32)| (k.0, k.1, k.2);
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(sends.len());
+        let (mut a, mut b) = (0, 0);
+        while a < sends.len() || b < recvs.len() {
+            let (ca, cb) = (sends.get(a).map(channel), recvs.get(b).map(channel));
+            if ca.is_some() && ca == cb {
+                let (s, r) = (sends[a].3, recvs[b].3);
                 if self.nbytes[s as usize] != self.nbytes[r as usize] {
                     return Err(CoreError::InvalidArgument(format!(
                         "program: send op {s} ({} B) matches receive op {r} ({} B), expected equal sizes",
                         self.nbytes[s as usize], self.nbytes[r as usize]
                     )));
                 }
-                let id = m.send.len() as u32;
-                m.send.push(s);
-                m.recv.push(r);
-                m.msg_of[s as usize] = id;
-                m.msg_of[r as usize] = id;
+                pairs.push((s, r));
+                a += 1;
+                b += 1;
+                continue;
             }
+            // one side of a channel has ops the other lacks: count both
+            let c = match (ca, cb) {
+                (Some(x), Some(y)) => x.min(y),
+                (Some(x), None) => x,
+                (None, y) => y.expect("one side is left"),
+            };
+            let ns = sends[a..].iter().take_while(|k| channel(k) == c).count();
+            let nr = recvs[b..].iter().take_while(|k| channel(k) == c).count();
+            return Err(CoreError::InvalidArgument(format!(
+                "program: channel {}→{} tag {} has {ns} sends but {nr} receives, expected equal numbers",
+                c.0, c.1, c.2
+            )));
         }
-        // Messages in send-id order, so message ids are reproducible.
-        let mut order: Vec<u32> = (0..m.send.len() as u32).collect();
-        order.sort_unstable_by_key(|&k| m.send[k as usize]);
-        let (send, recv): (Vec<u32>, Vec<u32>) = order
-            .iter()
-            .map(|&k| (m.send[k as usize], m.recv[k as usize]))
-            .unzip();
-        for (id, (&s, &r)) in send.iter().zip(&recv).enumerate() {
+        pairs.sort_unstable();
+        let mut m = Matching {
+            msg_of: vec![NONE; n],
+            send: Vec::with_capacity(pairs.len()),
+            recv: Vec::with_capacity(pairs.len()),
+        };
+        for (id, &(s, r)) in pairs.iter().enumerate() {
+            m.send.push(s);
+            m.recv.push(r);
             m.msg_of[s as usize] = id as u32;
             m.msg_of[r as usize] = id as u32;
         }
-        m.send = send;
-        m.recv = recv;
         Ok(m)
     }
 

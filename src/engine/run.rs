@@ -18,7 +18,7 @@
 //! global: a simulation is this function's locals, so many can run at once.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::fabric::{ceil_ps, Fabric, Message, Ps};
 use super::noise::OsNoise;
@@ -183,6 +183,8 @@ struct Sim<'a, F: Fabric, R: Routes> {
     gates: Option<Gates>,
     cpu: Vec<Cpu>,
     events: BinaryHeap<Reverse<(Ps, u64, u32, u8)>>,
+    /// CPU work that ended at the current time, in the order it ended.
+    now: VecDeque<(Ps, u32, u8)>,
     seq: u64,
     send_post: Vec<Ps>,
     recv_post: Vec<Ps>,
@@ -216,25 +218,37 @@ impl<F: Fabric, R: Routes> Sim<'_, F, R> {
 
     fn push_cpu(&mut self, t: Ps, op: u32, phase: u8) {
         let r = self.prog.rank[op as usize] as usize;
-        self.cpu[r].queue.push(Reverse((t, op, phase)));
-        self.start_cpu(r, t);
+        if !self.cpu[r].busy && self.cpu[r].queue.is_empty() {
+            self.run_cpu(r, t, op, phase);
+        } else {
+            self.cpu[r].queue.push(Reverse((t, op, phase)));
+        }
     }
 
     fn start_cpu(&mut self, r: usize, t: Ps) {
         if self.cpu[r].busy {
             return;
         }
-        let Some(Reverse((ready, op, phase))) = self.cpu[r].queue.pop() else {
-            return;
-        };
-        let start = t.max(ready);
+        if let Some(Reverse((ready, op, phase))) = self.cpu[r].queue.pop() {
+            self.run_cpu(r, t.max(ready), op, phase);
+        }
+    }
+
+    /// The CPU of rank `r` starts `op`'s work at `start`. Work that takes no
+    /// time (posting a receive, free overheads) ends at once, through the
+    /// `now` queue rather than the heap: most ops of a schedule are such.
+    fn run_cpu(&mut self, r: usize, start: Ps, op: u32, phase: u8) {
         let end = self.os.run(r, start, self.cpu_work(op, phase));
         if self.trace && phase == 0 {
             self.out.op_start[op as usize] = start;
         }
         self.cpu[r].busy = true;
-        self.seq += 1;
-        self.events.push(Reverse((end, self.seq, op, phase)));
+        if end == start {
+            self.now.push_back((end, op, phase));
+        } else {
+            self.seq += 1;
+            self.events.push(Reverse((end, self.seq, op, phase)));
+        }
     }
 
     fn gate_open(&self, op: u32) -> bool {
@@ -421,6 +435,10 @@ impl<F: Fabric, R: Routes> Sim<'_, F, R> {
         self.start_background()?;
         let mut arrived = Vec::new();
         while self.done < n {
+            if let Some((t, op, phase)) = self.now.pop_front() {
+                self.on_cpu_done(t, op, phase)?;
+                continue;
+            }
             let t_ev = self.events.peek().map(|Reverse((t, ..))| *t);
             let t_fab = self.fabric.next_arrival();
             self.out.events += 1;
@@ -506,6 +524,7 @@ pub fn simulate<F: Fabric, R: Routes>(
             })
             .collect(),
         events: BinaryHeap::new(),
+        now: VecDeque::new(),
         seq: 0,
         send_post: vec![NEVER; n_msg],
         recv_post: vec![NEVER; n_msg],

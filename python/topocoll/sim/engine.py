@@ -350,7 +350,7 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
     except ValueError as e:
         raise SpecError(f"simulate {schedule.label()}: {e}") from None
     send, recv = prog.messages()
-    nbytes_total = _sent_bytes(schedule)
+    nbytes_total = int(prog.bytes_sent)
     sim = Simulation(
         time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
         link_bytes=out["link_bytes"], bytes_total=nbytes_total, messages=int(out["app_messages"]),
@@ -360,10 +360,6 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
     if trace:
         sim.trace = _trace_columns(schedule, out, send, recv)
     return sim
-
-
-def _sent_bytes(schedule: Schedule) -> int:
-    return int(sum(int(ch.nbytes[ch.kind == SEND].sum()) for ch in schedule.program()))
 
 
 def _trace_columns(schedule, out, send, recv) -> dict:
