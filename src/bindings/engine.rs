@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 use super::routing::PyRouter;
 use crate::engine::congestion::{annotate, Fixed};
 use crate::engine::fabric::{Fabric, Links};
+use crate::engine::lockstep::{lockstep, RoundShape};
 use crate::engine::loggops::{LogGopsNic, Reservation};
 use crate::engine::noise::{Detours, OsNoise};
 use crate::engine::program::{Matching, Program};
@@ -268,6 +269,82 @@ fn engine_run<'py>(
     outcome_dict(py, result.0, result.1)
 }
 
+/// The congestion model of a circulant schedule in lockstep
+/// (`crate::engine::lockstep`): one entry per round in each array.
+#[pyfunction]
+#[pyo3(signature = (router, bandwidth, latency_ps, order, xor, message, send_off, nbytes, send_at,
+    recv_at, local_end, post, *, eager=u64::MAX, barrier=false, bg_endpoints=None, bg_seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn engine_lockstep<'py>(
+    py: Python<'py>,
+    router: &PyRouter,
+    bandwidth: PyReadonlyArray1<f64>,
+    latency_ps: PyReadonlyArray1<u64>,
+    order: PyReadonlyArray1<u32>,
+    xor: bool,
+    message: PyReadonlyArray1<bool>,
+    send_off: PyReadonlyArray1<u32>,
+    nbytes: PyReadonlyArray1<u64>,
+    send_at: PyReadonlyArray1<u64>,
+    recv_at: PyReadonlyArray1<u64>,
+    local_end: PyReadonlyArray1<u64>,
+    post: PyReadonlyArray1<u64>,
+    eager: u64,
+    barrier: bool,
+    bg_endpoints: Option<PyReadonlyArray1<u32>>,
+    bg_seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let links = Links {
+        bandwidth: bandwidth.as_slice()?.to_vec(),
+        latency: latency_ps.as_slice()?.to_vec(),
+    };
+    let r = &router.inner;
+    let cols = [
+        send_off.as_slice()?.len(),
+        nbytes.as_slice()?.len(),
+        send_at.as_slice()?.len(),
+        recv_at.as_slice()?.len(),
+        local_end.as_slice()?.len(),
+        post.as_slice()?.len(),
+    ];
+    let n = message.as_slice()?.len();
+    if cols.iter().any(|&c| c != n) || links.len() != r.graph.n_links() {
+        return Err(CoreError::InvalidArgument(format!(
+            "engine_lockstep: round columns of lengths {cols:?} and {n}, links {} of {}",
+            links.len(),
+            r.graph.n_links()
+        ))
+        .into());
+    }
+    let rounds: Vec<RoundShape> = (0..n)
+        .map(|k| RoundShape {
+            message: message.as_slice().unwrap()[k],
+            send_off: send_off.as_slice().unwrap()[k],
+            bytes: nbytes.as_slice().unwrap()[k],
+            send_at: send_at.as_slice().unwrap()[k],
+            recv_at: recv_at.as_slice().unwrap()[k],
+            local_end: local_end.as_slice().unwrap()[k],
+            post: post.as_slice().unwrap()[k],
+        })
+        .collect();
+    let order = order.as_slice()?.to_vec();
+    let p = order.len() as u32;
+    let bg: Vec<u32> = bg_endpoints.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?.unwrap_or_default();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let out = py.allow_threads(|| {
+        let routes = RouterRoutes::new(r);
+        let bgs = (!bg.is_empty()).then_some((bg.as_slice(), bg_seed));
+        lockstep(p, xor, &rounds, &order, &links, &routes, eager, barrier, bgs, threads)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("time_ps", out.time)?;
+    d.set_item("rank_done_ps", out.rank_done.into_pyarray(py))?;
+    d.set_item("link_bytes", out.link_flows.into_pyarray(py))?;
+    d.set_item("max_congestion", out.max_congestion)?;
+    d.set_item("app_messages", out.messages)?;
+    Ok(d)
+}
+
 /// Object-safe wrapper so one closure runs any fabric.
 trait FabricBox {
     #[allow(clippy::too_many_arguments)]
@@ -305,5 +382,6 @@ impl<F: Fabric> FabricBox for F {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngineProgram>()?;
     m.add_function(wrap_pyfunction!(engine_run, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_lockstep, m)?)?;
     Ok(())
 }

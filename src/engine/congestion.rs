@@ -32,6 +32,116 @@ pub struct Annotation {
     pub link_flows: Vec<f64>,
 }
 
+/// One round of the congestion model: route the round's application
+/// messages, add one background permutation, count flows per link, and give
+/// each message its congestion and duration. Reused round after round; round
+/// `k`'s background permutation is drawn from `seed` and `k` alone, so the
+/// event loop's [`annotate`] and the lockstep recurrence of
+/// [`super::lockstep`] (which routes rounds on several threads) see the
+/// same noise.
+pub struct RoundCounter<'a> {
+    links: &'a Links,
+    count: Vec<f64>,
+    touched: Vec<u32>,
+    arena: Vec<u32>,
+    warena: Vec<f64>,
+    ptr: Vec<usize>,
+    lk: Vec<u32>,
+    wt: Vec<f64>,
+    seed: u64,
+    base: Vec<u32>,
+    eps: Vec<u32>,
+    /// Flows per link summed over rounds (application and background).
+    pub link_flows: Vec<f64>,
+}
+
+impl<'a> RoundCounter<'a> {
+    pub fn new(links: &'a Links, background: Option<(&[u32], u64)>) -> Self {
+        RoundCounter {
+            links,
+            count: vec![0.0; links.len()],
+            touched: Vec::new(),
+            arena: Vec::new(),
+            warena: Vec::new(),
+            ptr: vec![0],
+            lk: Vec::new(),
+            wt: Vec::new(),
+            seed: background.map_or(0, |(_, s)| s),
+            base: background.map_or(vec![], |(e, _)| e.to_vec()),
+            eps: Vec::new(),
+            link_flows: vec![0.0; links.len()],
+        }
+    }
+
+    /// Route the messages `(src, dst)` endpoint pairs of round `k` (a
+    /// message to its own endpoint has an empty route).
+    pub fn route_round<R: Routes>(
+        &mut self,
+        k: usize,
+        routes: &mut R,
+        pairs: impl Iterator<Item = (u32, u32)>,
+    ) -> Result<(), CoreError> {
+        self.arena.clear();
+        self.warena.clear();
+        self.ptr.truncate(1);
+        for (a, b) in pairs {
+            if a != b {
+                routes.route(a, b, &mut self.arena, &mut self.warena)?;
+            }
+            self.ptr.push(self.arena.len());
+        }
+        for (&l, &w) in self.arena.iter().zip(&self.warena) {
+            if self.count[l as usize] == 0.0 {
+                self.touched.push(l);
+            }
+            self.count[l as usize] += w;
+        }
+        if self.base.len() >= 2 && self.ptr.len() > 1 {
+            self.eps.clear();
+            self.eps.extend_from_slice(&self.base);
+            let eps = &mut self.eps;
+            let mut rng = mix64(self.seed ^ mix64(k as u64 + 1));
+            for i in (1..eps.len()).rev() {
+                rng = mix64(rng.wrapping_add(i as u64));
+                eps.swap(i, (rng % (i as u64 + 1)) as usize);
+            }
+            for i in 0..eps.len() {
+                self.lk.clear();
+                self.wt.clear();
+                routes.route(eps[i], eps[(i + 1) % eps.len()], &mut self.lk, &mut self.wt)?;
+                for (&l, &w) in self.lk.iter().zip(&self.wt) {
+                    if self.count[l as usize] == 0.0 {
+                        self.touched.push(l);
+                    }
+                    self.count[l as usize] += w;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Congestion and duration of message `j` of the round routed last.
+    pub fn message(&self, j: usize, bytes: u64) -> (f32, Ps) {
+        let (mut c, mut lat, mut slow) = (0.0f64, 0 as Ps, 0.0f64);
+        for x in self.ptr[j]..self.ptr[j + 1] {
+            let l = self.arena[x] as usize;
+            c = c.max(self.count[l]);
+            lat += self.links.latency[l];
+            slow = slow.max(self.warena[x] * PS_PER_S / self.links.bandwidth[l]);
+        }
+        (c as f32, lat + ceil_ps(bytes as f64 * c * slow))
+    }
+
+    /// Close the round: add its counts to `link_flows` and clear them.
+    pub fn finish_round(&mut self) {
+        for &l in &self.touched {
+            self.link_flows[l as usize] += self.count[l as usize];
+            self.count[l as usize] = 0.0;
+        }
+        self.touched.clear();
+    }
+}
+
 /// Annotate every message of `prog` (see the module note). `background`:
 /// endpoints that send one random permutation per round, and the seed.
 pub fn annotate<R: Routes>(
@@ -46,73 +156,29 @@ pub fn annotate<R: Routes>(
     let mut out = Annotation {
         congestion: vec![0.0; n_msg],
         duration: vec![0; n_msg],
-        link_flows: vec![0.0; links.len()],
+        link_flows: vec![],
     };
-    let mut count = vec![0.0f64; links.len()];
-    let mut touched: Vec<u32> = Vec::new();
-    let (mut lk, mut wt) = (Vec::new(), Vec::new());
-    // route arena of the current round's application messages
-    let (mut arena, mut warena, mut ptr) = (Vec::<u32>::new(), Vec::<f64>::new(), vec![0usize]);
-    let mut rng = background.map_or(0, |(_, s)| mix64(s));
-    let mut eps: Vec<u32> = background.map_or(vec![], |(e, _)| e.to_vec());
+    let mut rc = RoundCounter::new(links, background);
     let mut msg = 0usize;
     for k in 0..prog.n_rounds() {
         let end_op = prog.round_ptr[k + 1] as u32;
         let first = msg;
-        arena.clear();
-        warena.clear();
-        ptr.truncate(1);
         while msg < n_msg && m.send[msg] < end_op {
-            let s = m.send[msg] as usize;
-            let (a, b) = (order[prog.rank[s] as usize], order[prog.peer[s] as usize]);
-            if a != b {
-                routes.route(a, b, &mut arena, &mut warena)?;
-            }
-            ptr.push(arena.len());
             msg += 1;
         }
-        for (&l, &w) in arena.iter().zip(&warena) {
-            if count[l as usize] == 0.0 {
-                touched.push(l);
-            }
-            count[l as usize] += w;
-        }
-        if eps.len() >= 2 && msg > first {
-            for i in (1..eps.len()).rev() {
-                rng = mix64(rng.wrapping_add(i as u64));
-                eps.swap(i, (rng % (i as u64 + 1)) as usize);
-            }
-            for i in 0..eps.len() {
-                lk.clear();
-                wt.clear();
-                routes.route(eps[i], eps[(i + 1) % eps.len()], &mut lk, &mut wt)?;
-                for (&l, &w) in lk.iter().zip(&wt) {
-                    if count[l as usize] == 0.0 {
-                        touched.push(l);
-                    }
-                    count[l as usize] += w;
-                }
-            }
-        }
+        let pairs = (first..msg).map(|id| {
+            let s = m.send[id] as usize;
+            (order[prog.rank[s] as usize], order[prog.peer[s] as usize])
+        });
+        rc.route_round(k, routes, pairs)?;
         for (j, id) in (first..msg).enumerate() {
-            let path = ptr[j]..ptr[j + 1];
-            let (mut c, mut lat, mut slow) = (0.0f64, 0 as Ps, 0.0f64);
-            for x in path {
-                let l = arena[x] as usize;
-                c = c.max(count[l]);
-                lat += links.latency[l];
-                slow = slow.max(warena[x] * PS_PER_S / links.bandwidth[l]);
-            }
-            let bytes = prog.nbytes[m.send[id] as usize] as f64;
-            out.congestion[id] = c as f32;
-            out.duration[id] = lat + ceil_ps(bytes * c * slow);
+            let (c, d) = rc.message(j, prog.nbytes[m.send[id] as usize]);
+            out.congestion[id] = c;
+            out.duration[id] = d;
         }
-        for &l in &touched {
-            out.link_flows[l as usize] += count[l as usize];
-            count[l as usize] = 0.0;
-        }
-        touched.clear();
+        rc.finish_round();
     }
+    out.link_flows = rc.link_flows;
     Ok(out)
 }
 

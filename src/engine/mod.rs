@@ -16,6 +16,7 @@
 pub mod congestion;
 pub mod fabric;
 // pub mod flow;
+pub mod lockstep;
 pub mod loggops;
 pub mod noise;
 pub mod program;
@@ -25,6 +26,7 @@ use crate::error::CoreError;
 use crate::routing::Router;
 
 /// [`run::Routes`] answered by a static routing engine.
+#[derive(Clone)]
 pub struct RouterRoutes<'a> {
     router: &'a Router,
     cache: crate::routing::UdCache,

@@ -256,7 +256,7 @@ impl Router {
 }
 
 /// Distances to the last destination routed by up*/down*.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct UdCache {
     dest: Option<u32>,
     dn: Vec<u32>,

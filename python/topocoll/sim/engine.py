@@ -129,8 +129,9 @@ class NetworkNoise:
 
     def endpoints(self, network: Network, seed: int) -> np.ndarray:
         """The background endpoints of one run (seeded)."""
-        n = network.topology.n_endpoints
-        free = np.setdiff1d(np.arange(n, dtype=np.int64), network.order)
+        free = np.ones(network.topology.n_endpoints, dtype=bool)
+        free[network.order] = False
+        free = np.flatnonzero(free)
         want = min(len(free), int(round(len(network.order) * self.ratio / (1.0 - self.ratio))))
         rng = np.random.default_rng(seed)
         return np.sort(rng.choice(free, size=want, replace=False)).astype(np.uint32) if want else \
@@ -244,7 +245,12 @@ class Simulation:
         Seed of the background traffic (None without network noise).
     network : Network
     congestion : ndarray or None
-        ``congestion`` model: largest flow count on each message's route.
+        ``congestion`` model: largest flow count on each message's route
+        (None on the lockstep path, which keeps no per-message state).
+    max_congestion : float or None
+        ``congestion`` model: the largest of them.
+    lockstep : bool
+        Whether the lockstep path (:mod:`.lockstep`) computed it.
     trace : dict or None
         With ``trace=True``: per-op ``start``/``end`` (s) and the program
         columns ``rank``, ``kind``, ``peer``, ``nbytes``; per message
@@ -263,6 +269,8 @@ class Simulation:
     network: Network
     options: EngineOptions
     congestion: np.ndarray | None = None
+    max_congestion: float | None = None
+    lockstep: bool = False
     os_stolen: float = 0.0
     trace: dict | None = field(default=None, repr=False)
 
@@ -284,8 +292,7 @@ class Simulation:
                 "bandwidth_Bps": self.bandwidth, "seed": self.seed, "sync": self.options.sync,
                 "network": self.network.label,
                 "hot_links": [{"link": n, "load": b} for n, b in self.hot_links()],
-                **({"max_congestion": float(self.congestion.max(initial=0))}
-                   if self.congestion is not None else {}),
+                **({"max_congestion": self.max_congestion} if self.max_congestion is not None else {}),
                 **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
 
 
@@ -334,32 +341,64 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
     if os_noise is not None and model == "congestion":
         raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
     net, bandwidth, latency = platform_network(platform, schedule.p)
-    prog = compile_program(schedule) if program is None else program
     kw = dict(o_send=_ps(platform.alpha), o_recv=_ps(options.o_recv), o_per_byte=options.o_per_byte * _PS,
-              gamma=_PS / platform.reduce_bandwidth, copy=(_PS / options.copy_bandwidth if options.copy_bandwidth else 0.0),
+              gamma=_PS / platform.reduce_bandwidth,
+              copy=(_PS / options.copy_bandwidth if options.copy_bandwidth else 0.0),
               eager=int(options.eager), g=_ps(options.g), big_g=options.G * _PS, l=_ps(options.L),
               ports=int(options.ports), nic_bandwidth=float(options.nic_bandwidth), sharing=options.sharing,
               sync=options.sync, trace=trace)
+    bg = {}
+    if noise is not None and noise.ratio > 0:
+        bg = dict(bg_endpoints=noise.endpoints(net, noise.seed), bg_seed=noise.seed)
+    order = np.ascontiguousarray(net.order, dtype=np.uint32)
+    common = dict(network=net, options=options, seed=noise.seed if noise is not None else None)
+    shapes = _lockstep(schedule, model, options, kw, trace, os_noise) if program is None else None
+    if shapes is not None:
+        out = _core.engine_lockstep(
+            net.router.engine, bandwidth, latency, order, shapes.xor, shapes.message, shapes.send_off,
+            shapes.nbytes, shapes.send_at, shapes.recv_at, shapes.local_end, shapes.post, eager=kw["eager"],
+            barrier=options.sync == "barrier", **bg)
+        return Simulation(
+            time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
+            link_bytes=out["link_bytes"],
+            bytes_total=int(shapes.nbytes[shapes.message].astype(np.int64).sum()) * schedule.p,
+            messages=int(out["app_messages"]), background_messages=0, events=0,
+            max_congestion=float(out["max_congestion"]), lockstep=True, **common)
     if os_noise is not None:
         kw.update(os_noise.engine_args())
-    if noise is not None and noise.ratio > 0:
-        kw.update(bg_endpoints=noise.endpoints(net, noise.seed), bg_bytes=int(noise.bytes), bg_seed=noise.seed)
-    order = np.ascontiguousarray(net.order, dtype=np.uint32)
+    if bg:
+        kw.update(bg, bg_bytes=int(noise.bytes))
+    prog = compile_program(schedule) if program is None else program
     try:
         out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, model, **kw)
     except ValueError as e:
         raise SpecError(f"simulate {schedule.label()}: {e}") from None
     send, recv = prog.messages()
-    nbytes_total = int(prog.bytes_sent)
+    congestion = out.get("congestion")
     sim = Simulation(
         time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
-        link_bytes=out["link_bytes"], bytes_total=nbytes_total, messages=int(out["app_messages"]),
+        link_bytes=out["link_bytes"], bytes_total=int(prog.bytes_sent), messages=int(out["app_messages"]),
         background_messages=int(out["bg_messages"]), events=int(out["events"]),
-        seed=noise.seed if noise is not None else None, network=net, options=options,
-        congestion=out.get("congestion"), os_stolen=out["os_stolen_ps"] / _PS)
+        congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
+        os_stolen=out["os_stolen_ps"] / _PS, **common)
     if trace:
         sim.trace = _trace_columns(schedule, out, send, recv)
     return sim
+
+
+def _lockstep(schedule, model, options, kw, trace, os_noise):
+    """Round shapes for the lockstep path, or None (see :mod:`.lockstep`)."""
+    if model != "congestion" or options.sync == "deps" or trace or os_noise is not None:
+        return None
+    from .lockstep import lockstep_shapes
+    return lockstep_shapes(schedule, o_send=kw["o_send"], o_per_byte=kw["o_per_byte"], gamma=kw["gamma"],
+                           copy=kw["copy"], o_recv=kw["o_recv"], eager=kw["eager"])
+
+
+def lockstep_applies(schedule: Schedule, model: str, options: EngineOptions) -> bool:
+    """Whether :func:`simulate` takes the lockstep path (no op program)."""
+    kw = dict(o_send=0, o_per_byte=0.0, gamma=0.0, copy=0.0, o_recv=0, eager=int(options.eager))
+    return _lockstep(schedule, model, options, kw, False, None) is not None
 
 
 def _trace_columns(schedule, out, send, recv) -> dict:
@@ -398,5 +437,4 @@ class EventModel:
         sim = simulate(schedule, platform, model=self.kind, options=self.options, noise=self.noise,
                        os_noise=self.os_noise)
         hot = sim.hot_links(1)
-        cong = float(sim.congestion.max(initial=0)) if sim.congestion is not None else None
-        return Estimate(sim.time, self.name, congestion=cong, hot_link=hot[0][0] if hot else None, detail=sim)
+        return Estimate(sim.time, self.name, congestion=sim.max_congestion, hot_link=hot[0][0] if hot else None, detail=sim)

@@ -10,13 +10,15 @@ Larsen, "Variations of box plots", 1978).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import SpecError
 from ..schedules.ir import Schedule
-from .engine import EngineOptions, NetworkNoise, compile_program, simulate
+from .engine import EngineOptions, NetworkNoise, compile_program, lockstep_applies, simulate
 from .model import Platform
 
 __all__ = ["NoiseRuns", "noise_runs"]
@@ -67,19 +69,27 @@ class NoiseRuns:
 
 
 def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: NetworkNoise, runs: int,
-               options: EngineOptions = EngineOptions(), progress=None) -> NoiseRuns:
+               options: EngineOptions = EngineOptions(), workers: int | None = None,
+               progress=None) -> NoiseRuns:
     """Simulate ``schedule`` once clean and ``runs`` times with ``noise``
-    (seeds ``noise.seed``, ``noise.seed + 1``, ...). ``progress(done, total)``
-    is called after each run."""
+    (seeds ``noise.seed``, ``noise.seed + 1``, ...). Runs go to ``workers``
+    threads (default: one per core; the engine releases the interpreter, and
+    the op program is compiled once and shared). ``progress(done, total)`` is
+    called after each run; the times do not depend on ``workers``."""
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise SpecError(f"runs={runs!r}, expected an integer >= 1")
-    program = compile_program(schedule)
+    program = None if lockstep_applies(schedule, model, options) else compile_program(schedule)
     clean = simulate(schedule, platform, model=model, options=options, program=program).time
     seeds = tuple(noise.seed + i for i in range(runs))
+
+    def one(s: int) -> float:
+        return simulate(schedule, platform, model=model, options=options, program=program,
+                        noise=replace(noise, seed=s)).time
+
     times = np.empty(runs)
-    for i, s in enumerate(seeds):
-        times[i] = simulate(schedule, platform, model=model, options=options, program=program,
-                            noise=replace(noise, seed=s)).time
-        if progress is not None:
-            progress(i + 1, runs)
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        for i, t in enumerate(pool.map(one, seeds)):
+            times[i] = t
+            if progress is not None:
+                progress(i + 1, runs)
     return NoiseRuns(clean, times, seeds, model, noise.ratio)

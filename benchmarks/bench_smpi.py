@@ -1,0 +1,359 @@
+"""SimGrid's SMPI and topocoll's event-driven simulator on the same collectives.
+
+Each case runs one MPI collective twice, on the same machine described twice:
+
+- **SMPI** (SimGrid 3.32 from Debian, ``libsimgrid-dev`` + ``simgrid``): the C
+  program ``benchmarks/smpi/collective.c`` compiled with ``smpicc``, run with
+  ``smpirun`` on a generated SimGrid platform (XML version 4.1), the
+  algorithm forced with ``--cfg=smpi/allreduce:NAME`` or
+  ``--cfg=smpi/alltoall:NAME``. All ranks enter the collective at the same
+  simulated instant; rank 0 prints the slowest rank's time.
+- **topocoll**: ``generate(...)`` of the matching schedule, ``make_network``
+  of the matching spec, ``simulate(..., model="flow",
+  options=EngineOptions(sharing="cm02", ...))``, plus the ``loggops`` and
+  ``static`` models, in a child process per case.
+
+Both sides model the network only: SMPI's per-message software overheads
+(``smpi/os``, ``smpi/or``, ``smpi/ois``) are 0, topocoll's α is 0, the
+reduction is free on both sides (SMPI does not time the operator inside a
+collective; topocoll's reduce bandwidth is 10^18 B/s). SimGrid is installed
+with ``apt-get install -y libsimgrid-dev simgrid`` when ``smpirun`` is
+missing; without it the section says so in one line.
+
+Reproduce: ``.venv/bin/python benchmarks/run.py --only smpi``
+(or ``.venv/bin/python benchmarks/bench_smpi.py [--out FILE]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from peak_rss import run_child
+
+HERE = Path(__file__).resolve().parent
+COMMAND = ".venv/bin/python benchmarks/run.py --only smpi"
+SOURCE = HERE / "smpi" / "collective.c"
+APT_PACKAGES = ("libsimgrid-dev", "simgrid")
+
+BANDWIDTH = 2e9        # B/s on every link: SimGrid "2GBps" = 2e9 B/s = topocoll "2GB/s"
+LATENCY = 1e-6         # s on every link
+REDUCE_BANDWIDTH = 1e18   # topocoll: reductions free, as inside SMPI's collectives
+#: SMPI sends of fewer bytes than this start at once (async-small) and do not
+#: wait for the receiver (detached); topocoll's ``eager`` is the largest
+#: eager message, so one byte less
+SMPI_EAGER_BELOW = 65536
+SMPI_OPTIONS = (
+    "--cfg=network/model:CM02",              # plain CM02: latency/bandwidth factors 1, weight-S 0
+    "--cfg=network/crosstraffic:0",          # no 5 % reverse-path load per flow (topocoll has none)
+    "--cfg=network/TCP-gamma:0",             # no TCP window bound on a flow's rate
+    "--cfg=smpi/host-speed:1Gf",
+    "--cfg=smpi/simulate-computation:0",     # the program's own CPU time is not simulated
+    "--cfg=smpi/os:0:0:0",                   # no software overhead per MPI_Send ...
+    "--cfg=smpi/or:0:0:0",                   # ... per MPI_Recv ...
+    "--cfg=smpi/ois:0:0:0",                  # ... per MPI_Isend
+    "--cfg=smpi/wtime:0",                    # MPI_Wtime costs no simulated time
+    f"--cfg=smpi/async-small-thresh:{SMPI_EAGER_BELOW}",
+    f"--cfg=smpi/send-is-detached-thresh:{SMPI_EAGER_BELOW}",
+    "--log=root.thres:warning",
+)
+SMPI_TIMEOUT_S = 120
+#: the all-at-once all-to-all at 512 ranks: SimGrid's solver may take minutes
+ALL_AT_ONCE_TIMEOUT_S = 60
+TOPOCOLL_TIMEOUT_S = 300
+TOPOCOLL_MEMORY = 8 << 30
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine, as a topocoll spec and as a SimGrid ``<cluster>``."""
+
+    name: str
+    spec: str
+    hosts: int
+    cluster: str      # extra attributes of the <cluster> element
+
+    def platform_xml(self) -> str:
+        return (
+            "<?xml version='1.0'?>\n"
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            '<platform version="4.1">\n'
+            f'  <cluster id="{self.name.replace(" ", "_")}" prefix="node-" suffix="" radical="0-{self.hosts - 1}" '
+            f'speed="1Gf" bw="{BANDWIDTH / 1e9:g}GBps" lat="{LATENCY * 1e6:g}us"{self.cluster}\n'
+            '           sharing_policy="SPLITDUPLEX" loopback_bw="1000GBps" loopback_lat="0us"/>\n'
+            "</platform>\n")
+
+
+_OPTS = f"@bw={BANDWIDTH / 1e9:g}GB/s,lat={LATENCY * 1e6:g}us"
+FAT_TREE = Machine("fat tree", f"kary:12,2{_OPTS}", 144,
+                   ' topology="FAT_TREE" topo_parameters="2;12,12;1,12;1,1"')
+CROSSBAR = Machine("crossbar", f"crossbar:144{_OPTS}", 144, "")
+TORUS = Machine("torus", f"torus:8x8x8{_OPTS}", 512, ' topology="TORUS" topo_parameters="8,8,8"')
+MACHINES = (FAT_TREE, CROSSBAR, TORUS)
+
+
+@dataclass(frozen=True)
+class Case:
+    collective: str
+    algorithm: str        # topocoll's generator
+    smpi: str             # SMPI's algorithm
+    sync: str             # topocoll EngineOptions.sync
+    machine: Machine
+    p: int
+    nbytes: int           # MPI convention: whole vector (allreduce), per destination (alltoall)
+
+    @property
+    def timeout_s(self) -> int:
+        return ALL_AT_ONCE_TIMEOUT_S if self.smpi == "basic_linear" and self.p >= 512 else SMPI_TIMEOUT_S
+
+
+#: (topocoll generator, SMPI algorithm, topocoll sync)
+ALLREDUCE = (("ring", "lr", "rounds"), ("pairwise_exchange", "rdb", "rounds"), ("rabenseifner", "rab_rdb", "rounds"))
+ALLTOALL = (("pairwise_exchange", "pair", "rounds"), ("shift", "ring", "rounds"), ("direct", "basic_linear", "deps"))
+ALLREDUCE_BYTES = (64 * KIB, 4 * MIB)
+ALLTOALL_BYTES = 4 * KIB
+
+
+def cases() -> list[Case]:
+    """Allreduce at P = 128 on the 144-host machines (a power of two, and a
+    divisor of both sizes, so ``lr`` needs no remainder step) and 512 on the
+    torus; all-to-all at 128 for the XOR pairing (P = 2^k), at every host
+    otherwise."""
+    out = []
+    for m in MACHINES:
+        p2 = 128 if m.hosts == 144 else m.hosts
+        for nbytes in ALLREDUCE_BYTES:
+            for alg, smpi, sync in ALLREDUCE:
+                out.append(Case("allreduce", alg, smpi, sync, m, p2, nbytes))
+        for alg, smpi, sync in ALLTOALL:
+            out.append(Case("alltoall", alg, smpi, sync, m, p2 if smpi == "pair" else m.hosts, ALLTOALL_BYTES))
+    return out
+
+
+# ----------------------------------------------------------------- SMPI side
+
+def _apt_install() -> str | None:
+    """Install SimGrid from Debian; None on success, else why not (one line)."""
+    if not shutil.which("apt-get"):
+        return "no apt-get on this machine"
+    if os.geteuid() != 0:
+        return "apt-get needs root"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", *APT_PACKAGES]
+    last = ""
+    for cmd in (install, ["apt-get", "update"], install):
+        print(f"[bench] smpi: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        except subprocess.TimeoutExpired:
+            return f"`{' '.join(cmd)}` took over 900 s"
+        if proc.returncode == 0 and cmd is install:
+            return None
+        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or [""])[-1]
+    return f"`{' '.join(install)}` failed: {last}"
+
+
+def ensure_simgrid() -> str | None:
+    """None when ``smpirun`` and ``smpicc`` are on PATH (installing them if
+    needed), else why they are not."""
+    if shutil.which("smpirun") and shutil.which("smpicc"):
+        return None
+    why = _apt_install()
+    if why is None and not (shutil.which("smpirun") and shutil.which("smpicc")):
+        why = f"{' '.join(APT_PACKAGES)} installed, but smpirun or smpicc is not on PATH"
+    return why
+
+
+def simgrid_version() -> str:
+    text = subprocess.run(["smpirun", "-version"], capture_output=True, text=True).stdout.strip()
+    package = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libsimgrid-dev"],
+                             capture_output=True, text=True).stdout.strip() if shutil.which("dpkg-query") else ""
+    return text + (f" (Debian package libsimgrid-dev {package})" if package else "")
+
+
+def run_smpi(case: Case, exe: Path, tmp: Path) -> tuple[float | None, float, str | None]:
+    """(simulated time s or None, wall s, why no time).
+
+    ``smpirun`` is a shell script that starts ``smpimain`` in the background;
+    on a timeout the whole process group is killed, not only the script
+    (``subprocess.run(timeout=...)`` would leave ``smpimain`` running)."""
+    m = case.machine
+    platform, hostfile = tmp / f"{m.name.replace(' ', '_')}.xml", tmp / f"hosts{m.hosts}"
+    cmd = ["smpirun", "-np", str(case.p), "-platform", str(platform), "-hostfile", str(hostfile),
+           "-tmpdir", str(tmp), *SMPI_OPTIONS, f"--cfg=smpi/{case.collective}:{case.smpi}",
+           str(exe), case.collective, str(case.nbytes)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=case.timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None, time.perf_counter() - start, f"did not finish in {case.timeout_s} s"
+    wall = time.perf_counter() - start
+    found = re.search(r"^time_s (\S+)", out, flags=re.M)
+    if proc.returncode != 0 or not found:
+        last = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1]
+        return None, wall, f"smpirun exit {proc.returncode}: {last}"
+    return float(found.group(1)), wall, None
+
+
+# ------------------------------------------------------------- topocoll side
+
+CHILD = r"""
+import json, sys, time
+from topocoll.errors import TopocollError
+from topocoll.schedules import generate
+from topocoll.schedules.sizes import from_bytes
+from topocoll.sim import Platform, make_network, model_named
+from topocoll.sim.engine import EngineOptions, simulate
+coll, alg, p, nbytes, spec, sync, eager, reduce_bw = json.loads(sys.argv[1])
+sched = generate(coll, alg, p, **from_bytes(coll, p, nbytes))
+net = make_network(spec, p, order="routing")
+platform = Platform(alpha=0.0, reduce_bandwidth=reduce_bw, network=net)
+options = EngineOptions(sync=sync, sharing="cm02", eager=eager)
+out = {"label": sched.label(), "network": net.label}
+for model in ("flow", "loggops"):
+    start = time.perf_counter()
+    try:
+        out[model] = simulate(sched, platform, model=model, options=options).time
+    except TopocollError as e:
+        out[model + "_error"] = str(e)
+    out[model + "_wall"] = time.perf_counter() - start
+start = time.perf_counter()
+out["static"] = model_named("static").estimate(sched, platform).time
+out["static_wall"] = time.perf_counter() - start
+print(json.dumps(out))
+"""
+
+
+def run_topocoll(case: Case) -> tuple[dict | None, str | None]:
+    return run_child(CHILD, [case.collective, case.algorithm, case.p, case.nbytes, case.machine.spec, case.sync,
+                             SMPI_EAGER_BELOW - 1, REDUCE_BANDWIDTH],
+                     timeout_s=TOPOCOLL_TIMEOUT_S, memory_bytes=TOPOCOLL_MEMORY)
+
+
+# ----------------------------------------------------------------- the table
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes // MIB} MiB" if nbytes % MIB == 0 else f"{nbytes // KIB} KiB"
+
+
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:,.1f} µs"
+
+
+HEADING = "## SMPI (SimGrid) and topocoll's simulator side by side"
+
+
+def run() -> str:
+    why = ensure_simgrid()
+    if why is not None:
+        return f"{HEADING}\n\nSkipped: SimGrid's SMPI is not available ({why}).\n"
+    version = simgrid_version()
+    rows = [
+        "| case | machine | P | size | SMPI time | topocoll flow (cm02) | ratio flow / SMPI | loggops | static "
+        "| SMPI wall (s) | topocoll flow wall (s) | speed-up |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes = []
+    smpi_total = topo_total = 0.0
+    with tempfile.TemporaryDirectory(prefix="topocoll-smpi-") as name:
+        tmp = Path(name)
+        exe = tmp / "collective"
+        build = subprocess.run(["smpicc", "-O2", "-o", str(exe), str(SOURCE)], capture_output=True, text=True, cwd=tmp)
+        if build.returncode != 0:
+            last = (build.stderr.strip().splitlines() or [""])[-1]
+            return f"{HEADING}\n\nSkipped: `smpicc {SOURCE.relative_to(HERE.parent)}` failed: {last}\n"
+        for m in MACHINES:
+            (tmp / f"{m.name.replace(' ', '_')}.xml").write_text(m.platform_xml())
+            (tmp / f"hosts{m.hosts}").write_text("".join(f"node-{i}\n" for i in range(m.hosts)))
+        for case in cases():
+            tag = f"{case.collective} {case.algorithm}/{case.smpi} on {case.machine.name}, P={case.p}, {_size(case.nbytes)}"
+            print(f"[bench] smpi: {tag}", file=sys.stderr, flush=True)
+            smpi_time, smpi_wall, smpi_err = run_smpi(case, exe, tmp)
+            smpi_total += smpi_wall
+            r, err = run_topocoll(case)
+            if err:
+                notes.append(f"topocoll, {tag}: failed: {err}.")
+                r = {}
+            flow, flow_wall = r.get("flow"), r.get("flow_wall")
+            topo_total += sum(r.get(k, 0.0) for k in ("flow_wall", "loggops_wall", "static_wall"))
+            if "flow_error" in r:
+                notes.append(f"topocoll flow, {tag}: {r['flow_error']}.")
+            if "loggops_error" in r:
+                notes.append(f"topocoll loggops, {tag}: {r['loggops_error']}.")
+            if smpi_err:
+                notes.append(f"SMPI, {tag}: {smpi_err}.")
+            ratio = f"{flow / smpi_time:.3f}" if flow is not None and smpi_time else "-"
+            speedup = f"{smpi_wall / flow_wall:,.1f}×" if flow is not None and smpi_time and flow_wall else "-"
+            smpi_shown = _us(smpi_time) if smpi_err is None else smpi_err
+            rows.append(
+                f"| {case.collective} `{case.algorithm}` ↔ SMPI `{case.smpi}` | {case.machine.name} | {case.p} | "
+                f"{_size(case.nbytes)} | {smpi_shown} | {_us(flow) if flow is not None else 'not run'} | {ratio} | "
+                f"{_us(r.get('loggops'))} | {_us(r.get('static'))} | {smpi_wall:.2f} | "
+                f"{f'{flow_wall:.2f}' if flow is not None else '-'} | {speedup} |")
+    platforms = "; ".join(
+        f"{m.name}: `{m.spec}` ↔ `<cluster{m.cluster} .../>` ({m.hosts} hosts)" for m in MACHINES)
+    return "\n".join([
+        HEADING,
+        "",
+        f"Command: `{COMMAND}`. {version}; SMPI program `benchmarks/smpi/collective.c` (smpicc -O2). "
+        f"Every link {BANDWIDTH / 1e9:g} GB/s (SimGrid `bw=\"2GBps\"` = topocoll `bw=2GB/s` = 2·10⁹ B/s) and "
+        f"{LATENCY * 1e6:g} µs, hosts 1 Gf, `sharing_policy=\"SPLITDUPLEX\"` (full-duplex links, as topocoll's "
+        "directed links), loopback free (1000 GBps, 0 µs: SMPI's `rdb`, `lr`, `pair` and `ring` send to "
+        f"themselves). Machines: {platforms}. Rank i runs on host i on both sides (topocoll `order=\"routing\"` "
+        "is the identity on these three); routing is d-mod-k on the fat tree and dimension order x, y, z on the "
+        "torus on both sides.",
+        "",
+        "SMPI options: " + " ".join(f"`{o}`" for o in SMPI_OPTIONS) + ", plus `--cfg=smpi/allreduce:NAME` or "
+        "`--cfg=smpi/alltoall:NAME`. SMPI time: the slowest rank's `MPI_Wtime` difference around one call, all "
+        "ranks entering at the same simulated instant (after a barrier, each rank sleeps until the latest "
+        "clock + 1 ms).",
+        "",
+        "topocoll: `simulate(generate(collective, algorithm, P, **from_bytes(collective, P, size)), "
+        f"Platform(alpha=0, reduce_bandwidth={REDUCE_BANDWIDTH:.0e}, network=make_network(spec, P, "
+        "order=\"routing\")), model=\"flow\", options=EngineOptions(sharing=\"cm02\", "
+        f"eager={SMPI_EAGER_BELOW - 1}, sync=...))` with `sync=\"rounds\"` for the round-by-round algorithms "
+        "(SMPI's `MPI_Sendrecv` loops) and `sync=\"deps\"` for `direct` ↔ `basic_linear` (every message posted "
+        "at once); `loggops` with the same options (o = g = G = 0: link reservation only) and the `static` "
+        "model (`model_named(\"static\").estimate`). Both sides model the network only: α = 0 and SMPI's "
+        "`smpi/os`, `smpi/or`, `smpi/ois` = 0; reductions free on both sides. Size: the MPI count in bytes "
+        "(allreduce: the vector; all-to-all: per destination). Ratio: topocoll flow time / SMPI time. "
+        "Wall: SMPI the whole `smpirun` (start-up included); topocoll the `simulate(model=\"flow\")` call "
+        "(program compiled inside it). Speed-up: SMPI wall / topocoll flow wall.",
+        "",
+        *rows,
+        "",
+        f"Total wall: SMPI {smpi_total:.1f} s, topocoll {topo_total:.1f} s (all three models).",
+        "",
+        *(f"- {n}" for n in notes),
+        "",
+    ]) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the section to FILE instead of printing it")
+    args = parser.parse_args(argv)
+    text = run()
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
