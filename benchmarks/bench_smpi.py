@@ -190,11 +190,12 @@ def run_smpi(case: Case, exe: Path, tmp: Path) -> tuple[float | None, float, str
     (``subprocess.run(timeout=...)`` would leave ``smpimain`` running)."""
     m = case.machine
     platform, hostfile = tmp / f"{m.name.replace(' ', '_')}.xml", tmp / f"hosts{m.hosts}"
-    cmd = ["smpirun", "-np", str(case.p), "-platform", str(platform), "-hostfile", str(hostfile),
-           "-tmpdir", str(tmp), *SMPI_OPTIONS, f"--cfg=smpi/{case.collective}:{case.smpi}",
+    cmd = ["smpirun", "-np", str(case.p), "-platform", str(platform), "-hostfile", str(hostfile), *SMPI_OPTIONS, f"--cfg=smpi/{case.collective}:{case.smpi}",
            str(exe), case.collective, str(case.nbytes)]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # its temporary files (a copy of the program per rank) go to $TMPDIR: smpirun 3.32's -tmpdir drops its value
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
     try:
         out, err = proc.communicate(timeout=case.timeout_s)
     except subprocess.TimeoutExpired:

@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 use super::routing::PyRouter;
 use crate::engine::congestion::{annotate, Fixed};
 use crate::engine::fabric::{Fabric, Links};
+use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
 use crate::engine::lockstep::{lockstep, RoundShape};
 use crate::engine::loggops::{LogGopsNic, Reservation};
 use crate::engine::noise::{Detours, OsNoise};
@@ -131,7 +132,7 @@ fn outcome_dict<'py>(py: Python<'py>, out: Outcome, extra: Vec<(&str, Vec<f32>)>
 #[pyo3(signature = (program, router, bandwidth, latency_ps, order, model, *,
     o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0, eager=u64::MAX,
     g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing="maxmin", tolerance=0,
-    sync="deps", os_kind="quiet", os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
+    sync="deps", window=0, os_kind="quiet", os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
     bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false))]
 #[allow(clippy::too_many_arguments)]
 fn engine_run<'py>(
@@ -156,6 +157,7 @@ fn engine_run<'py>(
     sharing: &str,
     tolerance: u64,
     sync: &str,
+    window: u32,
     os_kind: &str,
     os_a: u64,
     os_b: u64,
@@ -195,6 +197,7 @@ fn engine_run<'py>(
         gamma,
         copy,
         eager_threshold: eager,
+        window,
     };
     let sync = sync_named(sync)?;
     let detours = match os_kind {
@@ -251,7 +254,20 @@ fn engine_run<'py>(
                 let mut f = Reservation::new(links, n_ep, nic);
                 Ok((go(&mut f, background.as_ref())?, vec![]))
             }
-            "flow" => Err(CoreError::InvalidArgument("flow: not built yet".into())),
+            "flow" => {
+                let sharing = match sharing.as_str() {
+                    "maxmin" => Sharing::MaxMin,
+                    "cm02" => Sharing::Cm02,
+                    _ => {
+                        return Err(CoreError::InvalidArgument(format!(
+                            "sharing={sharing:?}, expected 'maxmin' or 'cm02'"
+                        )))
+                    }
+                };
+                let cfg = FlowConfig { sharing, nic_bandwidth, n_endpoints: n_ep, tolerance };
+                let mut f = FlowFabric::new(links, cfg);
+                Ok((go(&mut f, background.as_ref())?, vec![]))
+            }
             "congestion" => {
                 let mut ar = RouterRoutes::new(r);
                 let bg = (!bg_eps.is_empty()).then_some((bg_eps.as_slice(), bg_seed));

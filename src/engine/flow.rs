@@ -190,6 +190,7 @@ struct Resources {
     coef: Vec<f64>,
     cnt: Vec<u32>,
     ver: Vec<u32>,
+    pending: Vec<bool>,
 }
 
 impl Resources {
@@ -201,6 +202,7 @@ impl Resources {
         self.coef.push(0.0);
         self.cnt.push(0);
         self.ver.push(0);
+        self.pending.push(false);
     }
 }
 
@@ -294,6 +296,7 @@ pub struct FlowFabric {
     comp_res: Vec<u32>,
     comp_flows: Vec<u32>,
     fill: BinaryHeap<Level>,
+    touched: Vec<u32>,
 }
 
 impl FlowFabric {
@@ -327,6 +330,7 @@ impl FlowFabric {
             comp_res: Vec::new(),
             comp_flows: Vec::new(),
             fill: BinaryHeap::new(),
+            touched: Vec::new(),
         };
         if fab.nic.is_finite() && cfg.n_endpoints > 0 {
             fab.ensure_endpoint(cfg.n_endpoints - 1);
@@ -479,6 +483,7 @@ impl FlowFabric {
             comp_res,
             comp_flows,
             fill,
+            touched,
             finish_heap,
             n_flowing,
             ..
@@ -524,7 +529,7 @@ impl FlowFabric {
             }
         }
         // 3. Progressive filling.
-        fill_rates(res, flows, comp_res, comp_flows, fill);
+        fill_rates(res, flows, comp_res, comp_flows, fill, touched);
         // 4. Reschedule the flows whose rate changed.
         for &s in comp_flows.iter() {
             let f = &mut flows[s as usize];
@@ -547,15 +552,18 @@ impl FlowFabric {
 /// `next_rate` of every flow of `comp_flows`. Flow `f`'s rate is
 /// `speed_f · λ` while unfrozen; resource `r` saturates at
 /// `λ_r = free_r / Σ_unfrozen w_{f,r}·speed_f`; a flow bound saturates at
-/// `bound_f / speed_f`. Levels sit in a min-heap, invalidated by `ver`.
+/// `bound_f / speed_f`. Levels sit in a min-heap, invalidated by `ver`; the
+/// levels of the resources touched by one saturation are pushed once.
 fn fill_rates(
     res: &mut Resources,
     flows: &mut [Flow],
     comp_res: &[u32],
     comp_flows: &[u32],
     heap: &mut BinaryHeap<Level>,
+    touched: &mut Vec<u32>,
 ) {
     heap.clear();
+    touched.clear();
     for &r in comp_res {
         let r = r as usize;
         res.free[r] = res.cap[r];
@@ -600,7 +608,7 @@ fn fill_rates(
             }
             level = level.max(e.level);
             let rate = f.bound;
-            freeze(res, flows, heap, e.idx, rate, level, u32::MAX);
+            freeze(res, flows, e.idx, rate, touched);
         } else {
             let r = e.idx as usize;
             if e.ver != res.ver[r] || res.cnt[r] == 0 {
@@ -608,46 +616,24 @@ fn fill_rates(
             }
             level = level.max(e.level);
             // Freeze every unfrozen flow crossing the saturated resource.
-            let mut k = 0;
-            while k < res.flows[r].len() {
+            for k in 0..res.flows[r].len() {
                 let s = res.flows[r][k];
-                k += 1;
                 let f = &flows[s as usize];
-                if f.frozen {
-                    continue;
+                if !f.frozen {
+                    let rate = f.speed * level;
+                    freeze(res, flows, s, rate, touched);
                 }
-                let rate = f.speed * level;
-                freeze(res, flows, heap, s, rate, level, e.idx);
             }
-            res.cnt[r] = 0;
         }
-    }
-}
-
-/// Freeze flow `s` at `rate` (level `level`) and update the saturation
-/// levels of its resources other than `skip`.
-fn freeze(
-    res: &mut Resources,
-    flows: &mut [Flow],
-    heap: &mut BinaryHeap<Level>,
-    s: u32,
-    rate: f64,
-    level: f64,
-    skip: u32,
-) {
-    let f = &mut flows[s as usize];
-    f.frozen = true;
-    f.next_rate = rate;
-    for &(r, w) in &f.res {
-        let ru = r as usize;
-        res.free[ru] -= w * rate;
-        res.coef[ru] -= w * f.speed;
-        res.cnt[ru] -= 1;
-        if r == skip {
-            continue;
-        }
-        res.ver[ru] = res.ver[ru].wrapping_add(1);
-        if res.cnt[ru] > 0 {
+        // New saturation levels of the resources whose load changed.
+        for r in touched.drain(..) {
+            let ru = r as usize;
+            res.pending[ru] = false;
+            res.ver[ru] = res.ver[ru].wrapping_add(1);
+            if res.cnt[ru] == 0 {
+                res.coef[ru] = 0.0;
+                continue;
+            }
             let lv = if res.coef[ru] > 0.0 {
                 (res.free[ru] / res.coef[ru]).max(level)
             } else {
@@ -659,8 +645,24 @@ fn freeze(
                 ver: res.ver[ru],
                 is_flow: false,
             });
-        } else {
-            res.coef[ru] = 0.0;
+        }
+    }
+}
+
+/// Freeze flow `s` at `rate`: take its load off its resources' unfrozen
+/// coefficients and note them in `touched`.
+fn freeze(res: &mut Resources, flows: &mut [Flow], s: u32, rate: f64, touched: &mut Vec<u32>) {
+    let f = &mut flows[s as usize];
+    f.frozen = true;
+    f.next_rate = rate;
+    for &(r, w) in &f.res {
+        let ru = r as usize;
+        res.free[ru] -= w * rate;
+        res.coef[ru] -= w * f.speed;
+        res.cnt[ru] -= 1;
+        if !res.pending[ru] {
+            res.pending[ru] = true;
+            touched.push(r);
         }
     }
 }
@@ -1154,7 +1156,7 @@ mod tests {
     }
 
     fn random_route(rng: &mut Rng, n_links: u32, max_len: u64) -> Vec<u32> {
-        let len = 1 + rng.below(max_len) as usize;
+        let len = 1 + rng.below(max_len.min(n_links as u64)) as usize;
         let mut r: Vec<u32> = Vec::new();
         while r.len() < len {
             let l = rng.below(n_links as u64) as u32;

@@ -15,7 +15,7 @@
 
 pub mod congestion;
 pub mod fabric;
-// pub mod flow;
+pub mod flow;
 pub mod lockstep;
 pub mod loggops;
 pub mod noise;

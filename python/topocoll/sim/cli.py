@@ -51,7 +51,7 @@ def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
 def engine_options(args) -> EngineOptions:
     return EngineOptions(sync=args.sync, eager=args.eager, ports=args.ports, sharing=args.sharing,
                          nic_bandwidth=args.nic_bandwidth or 0.0, o_recv=args.o_recv, g=args.gap,
-                         G=args.gap_per_byte, L=args.latency)
+                         G=args.gap_per_byte, L=args.latency, window=args.window)
 
 
 def add_engine_arguments(p, *, default_model="loggops") -> None:
@@ -71,6 +71,8 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
     p.add_argument("--gap-per-byte", type=finite_float(unit="s/B"), default=0.0, help="LogGOPS G in s/B")
     p.add_argument("--latency", type=finite_float(unit="s"), default=0.0,
                    help="LogGOPS L in s, on top of the links' latencies")
+    p.add_argument("--window", type=int, default=0,
+                   help="throttling: at most this many messages of a rank in flight (default 0: no limit)")
 
 
 def add_simulate_parser(sub) -> None:

@@ -76,6 +76,9 @@ class EngineOptions:
         ``maxmin`` (default) or ``cm02`` (``flow``).
     copy_bandwidth : float
         Bytes copied per second by a local copy, 0 = free.
+    window : int
+        At most this many messages of one rank in the network at once, 0 = no
+        limit (throttling, the all-to-all paper's §3 on BG/L injection).
     """
 
     sync: str = "deps"
@@ -89,6 +92,7 @@ class EngineOptions:
     nic_bandwidth: float = 0.0
     sharing: str = "maxmin"
     copy_bandwidth: float = 0.0
+    window: int = 0
 
     def __post_init__(self):
         if self.sync not in SYNCS:
@@ -101,6 +105,8 @@ class EngineOptions:
             raise SpecError(f"EngineOptions: eager={self.eager!r}, expected bytes >= 0")
         if isinstance(self.ports, bool) or not isinstance(self.ports, (int, np.integer)) or self.ports < 1:
             raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer >= 1")
+        if isinstance(self.window, bool) or not isinstance(self.window, (int, np.integer)) or self.window < 0:
+            raise SpecError(f"EngineOptions: window={self.window!r}, expected an integer >= 0 (0: no limit)")
 
 
 @dataclass(frozen=True)
@@ -346,7 +352,7 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
               copy=(_PS / options.copy_bandwidth if options.copy_bandwidth else 0.0),
               eager=int(options.eager), g=_ps(options.g), big_g=options.G * _PS, l=_ps(options.L),
               ports=int(options.ports), nic_bandwidth=float(options.nic_bandwidth), sharing=options.sharing,
-              sync=options.sync, trace=trace)
+              sync=options.sync, window=int(options.window), trace=trace)
     bg = {}
     if noise is not None and noise.ratio > 0:
         bg = dict(bg_endpoints=noise.endpoints(net, noise.seed), bg_seed=noise.seed)

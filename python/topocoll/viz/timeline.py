@@ -1,11 +1,10 @@
 """A simulated run as a Chrome / Perfetto timeline (Trace Event Format JSON).
 
 One track per rank (``pid`` 0, ``tid`` = rank, named ``rank N``) shows what
-the rank did and when, the way LogGOPSim's ``drawviz`` timelines do (Hoefler,
-Schneider & Lumsdaine, "LogGOPSim — Simulating Large-Scale Applications in
-the LogGOPS Model", HPDC 2010, §4): complete events (``"ph": "X"``) for every
-send (CPU start → completion), reduction and copy; every receive split into
-``wait`` (posted → arrival of its message) and ``recv`` (arrival →
+the rank did and when, as LogGOPSim's Drawviz timelines do for its runs:
+complete events (``"ph": "X"``) for every send (CPU start → completion),
+reduction and copy; every receive split into ``wait`` (posted → arrival of
+its message, on a companion track ``rank N wait``) and ``recv`` (arrival →
 completion); and one flow arrow (``"ph": "s"`` → ``"ph": "f"``) per message,
 from its send to its receive. Open the file at https://ui.perfetto.dev or in
 ``chrome://tracing``.
@@ -105,10 +104,11 @@ def chrome_trace(sim, title: str = "") -> dict:
 
     References
     ----------
-    Trace Event Format, Google (Duncan, Chromium), 2016 — complete, metadata and
-    flow events. T. Hoefler, T. Schneider, A. Lumsdaine, "LogGOPSim —
-    Simulating Large-Scale Applications in the LogGOPS Model", HPDC 2010, §4
-    (timeline visualisation).
+    "Trace Event Format", Chromium project design document (2016): complete,
+    metadata and flow events, and the rule that complete events on one thread
+    nest. T. Hoefler, T. Schneider, A. Lumsdaine, "LogGOPSim — Simulating
+    Large-Scale Applications in the LogGOPS Model", HPDC 2010 (its Drawviz
+    timelines).
 
     Examples
     --------
