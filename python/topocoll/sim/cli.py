@@ -76,16 +76,29 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
 
 
 def add_simulate_parser(sub) -> None:
+    g = sub.add_parser(
+        "goal", help="write a schedule in LogGOPSim's GOAL text format",
+        description="Write one schedule as GOAL (LogGOPSim, Schedgen, ATLAHS); `topocoll simulate goal FILE` "
+                    "reads one back.")
+    g.add_argument("collective")
+    g.add_argument("algorithm")
+    g.add_argument("-P", "--procs", type=positive_int, required=True, help="number of ranks")
+    g.add_argument("--size", required=True, help="message size in bytes (MPI's convention)")
+    g.add_argument("--param", action="append", metavar="NAME=VALUE", help="generator parameter, repeatable")
+    g.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    g.set_defaults(func=cmd_goal)
+
     p = sub.add_parser(
         "simulate", help="simulate a schedule on a modelled network (loggops, flow, congestion)",
-        description="Simulate one collective algorithm on a network with an event-driven model: "
-                    "time, per-rank completion, achieved bandwidth, hottest links; noise ensembles; "
-                    "timelines and bandwidth matrices. -P and --size take lists for a sweep.")
-    p.add_argument("collective")
-    p.add_argument("algorithm")
-    p.add_argument("-P", "--procs", required=True, help="number of ranks, or a comma list for a sweep")
-    p.add_argument("--size", required=True,
-                   help="message size in bytes (MPI's convention; K/M/G suffixes), or a comma list")
+        description="Simulate one collective algorithm (or a GOAL file: `simulate goal FILE`) on a network "
+                    "with an event-driven model: time, per-rank completion, achieved bandwidth, hottest "
+                    "links; noise ensembles; timelines and bandwidth matrices. -P and --size take lists "
+                    "for a sweep.")
+    p.add_argument("collective", help="a collective, or `goal` to read a GOAL file")
+    p.add_argument("algorithm", help="an algorithm of the collective, or the GOAL file")
+    p.add_argument("-P", "--procs", help="number of ranks, or a comma list for a sweep (not with goal)")
+    p.add_argument("--size", help="message size in bytes (MPI's convention; K/M/G suffixes), or a comma list "
+                                  "(not with goal)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="generator parameter, repeatable")
     p.add_argument("--model", choices=EVENT_MODELS, default="loggops", help="default loggops")
     p.add_argument("--topology", metavar="SPEC", help="network (default: an ideal crossbar at --bandwidth)")
@@ -140,7 +153,53 @@ def _task(args, p: int, size: int) -> SimTask:
                    args.reduce_bandwidth, engine_options(args), noise, parse_os_noise(args.os_noise, args.seed))
 
 
+def cmd_goal(args) -> int:
+    from ..schedules.goal import to_goal
+    sched, _ = build(SimTask(args.collective, args.algorithm, args.procs, parse_sizes(args.size)[0],
+                             parse_params(args.param)))
+    text = to_goal(sched)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+        print(f"{sched.label()}: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _goal_run(args) -> int:
+    from ..schedules.goal import read_goal
+    from .model import Platform, make_network
+    if args.procs or args.size or args.param:
+        raise SpecError("simulate goal FILE takes its ranks and sizes from the file, expected no -P, --size, "
+                        "--param")
+    prog = read_goal(args.algorithm)
+    network = None
+    if args.topology is not None:
+        network = make_network(args.topology, prog.p, routing=args.routing, order=args.order,
+                               seed=args.order_seed)
+    platform = Platform(alpha=args.alpha, bandwidth=args.bandwidth, reduce_bandwidth=args.reduce_bandwidth,
+                        network=network)
+    noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed) if args.noise is not None else None
+    sim = simulate(prog, platform, model=args.model, options=engine_options(args), noise=noise,
+                   os_noise=parse_os_noise(args.os_noise, args.seed), trace=bool(args.trace or args.matrix))
+    outputs = _write_pictures(args, sim, prog)
+    if args.json:
+        print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
+                          "outputs": outputs}, indent=1))
+        return 0
+    print(f"{prog.label()} on {platform.describe()}\n{args.model} model, sync={args.sync}: "
+          f"time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
+    for what, path in outputs.items():
+        print(f"{what}: {path}")
+    return 0
+
+
 def cmd_simulate(args) -> int:
+    if args.collective == "goal":
+        return _goal_run(args)
+    if not args.procs or not args.size:
+        raise SpecError("simulate COLLECTIVE ALGORITHM needs -P N and --size BYTES")
     procs, sizes = _int_list(args.procs), parse_sizes(args.size)
     if args.topology is None and (args.routing or args.order != "routing"):
         raise SpecError("--routing/--order given without --topology, expected them only with a network")

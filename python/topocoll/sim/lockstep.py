@@ -56,7 +56,7 @@ def lockstep_shapes(schedule: Schedule, *, o_send: int, o_per_byte: float, gamma
                     o_recv: int, eager: int) -> Shapes | None:
     """Round shapes of ``schedule`` (costs in ps and ps per byte, as the
     engine takes them), or None when the lockstep path does not apply."""
-    pattern = schedule.pattern
+    pattern = getattr(schedule, "pattern", None)     # a GOAL program has none
     if not isinstance(pattern, CirculantPattern):
         return None
     sizes = schedule.block_bytes

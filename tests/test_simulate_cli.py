@@ -1,0 +1,85 @@
+"""`topocoll simulate` and `topocoll goal`: one-line errors, JSON with the
+seed, sweeps, pictures, and GOAL files that simulate like their schedule."""
+
+import json
+
+import pytest
+
+from topocoll.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "allreduce", "ring", "-P", "4"], "needs -P N and --size BYTES"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "0"], "size"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--model", "ns3"], "ns3"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--noise", "0.5"], "--noise needs a network"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--runs", "3"], "--runs 3 without --noise"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--topology", "kary:4,2", "--noise", "1.5"],
+     "ratio=1.5, expected 0 <= ratio < 1"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--os-noise", "periodic:1e-3"],
+     "expected periodic:PERIOD,LENGTH"),
+    (["simulate", "allreduce", "ring", "-P", "4,8", "--size", "1K", "--trace", "x.json"], "no lists"),
+    (["simulate", "goal", "/nonexistent.goal"], "nonexistent.goal"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("topocoll: error:") and message in err
+
+
+def test_json_result_names_model_seed_and_slowdown(capsys):
+    code, out, _ = run(capsys, "simulate", "allreduce", "binomial", "-P", "16", "--size", "64K",
+                       "--topology", "kary:8,2", "--order", "random", "--model", "congestion",
+                       "--noise", "0.5", "--seed", "7", "--json")
+    assert code == 0
+    res = json.loads(out)
+    assert res["model"] == "congestion" and res["seed"] == 7
+    assert res["slowdown"] >= 1 and res["clean_time_s"] <= res["time_s"]
+
+
+def test_noise_runs_report_the_distribution(capsys):
+    code, out, _ = run(capsys, "simulate", "allreduce", "binomial", "-P", "16", "--size", "8K",
+                       "--topology", "kary:8,2", "--order", "random", "--model", "congestion",
+                       "--noise", "0.5", "--runs", "8", "--seed", "3", "--json")
+    res = json.loads(out)
+    assert res["runs"] == 8 and res["seeds"] == list(range(3, 11))
+    s = res["slowdown"]
+    assert s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"] and s["min"] >= 1
+
+
+def test_a_sweep_prints_one_row_per_p_and_size(capsys):
+    code, out, _ = run(capsys, "simulate", "alltoall", "shift", "-P", "4,8", "--size", "8,1K")
+    assert code == 0
+    rows = [l for l in out.splitlines() if l.startswith("alltoall/shift")]
+    assert len(rows) == 4
+
+
+def test_goal_export_simulates_like_the_schedule(capsys, tmp_path):
+    path = tmp_path / "ring.goal"
+    assert run(capsys, "goal", "allreduce", "ring", "-P", "6", "--size", "6K", "-o", str(path))[0] == 0
+    _, out_goal, _ = run(capsys, "simulate", "goal", str(path), "--model", "loggops", "--json")
+    _, out_sched, _ = run(capsys, "simulate", "allreduce", "ring", "-P", "6", "--size", "6K", "--model",
+                          "loggops", "--json")
+    assert json.loads(out_goal)["time_s"] == json.loads(out_sched)["time_s"]
+
+
+def test_pictures_are_written(capsys, tmp_path):
+    trace, matrix, draw = tmp_path / "t.json", tmp_path / "m.png", tmp_path / "d.svg"
+    code, out, _ = run(capsys, "simulate", "alltoall", "shift", "-P", "16", "--size", "4K", "--topology",
+                       "kary:4,2", "--model", "flow", "--trace", str(trace), "--matrix", str(matrix),
+                       "--draw", str(draw))
+    assert code == 0
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert matrix.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "<svg" in draw.read_text()
+
+
+def test_compare_ranks_with_an_event_model(capsys):
+    code, out, _ = run(capsys, "compare", "allreduce", "-P", "16", "--sizes", "64K", "--model", "flow",
+                       "--topology", "kary:4,2", "--order", "random")
+    assert code == 0 and "flow model" in out and "hottest link" in out
