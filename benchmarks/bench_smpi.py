@@ -286,8 +286,9 @@ def cross_checks(exe: Path, tmp: Path) -> list[str]:
             f"on the fat-tree `pair` all-to-all (P = 128, 4 KiB): {_us(lazy)} and {_us(full)}; topocoll's flow "
             f"model with SMPI's 16-B envelope added (4,112-B messages) gives {_us(r['flow'])} "
             f"(ratio to Full {r['flow'] / full:.3f}). Traced with Lazy, the run first departs from topocoll's "
-            "131.5 µs after the start, when two flows end their latency phase on a leaf→spine link already carrying two flows "
-            "at 1 GB/s: those two keep 1 GB/s and the newcomers get 0.67 GB/s each, 3.3 GB/s on a 2 GB/s link; "
+            "131.5 µs after the start, when two flows end their latency phase on a leaf→spine link already "
+            "carrying two flows at 1 GB/s: those two keep 1 GB/s and the newcomers get 0.67 GB/s each, "
+            "3.3 GB/s on a 2 GB/s link; "
             "topocoll gives all four 0.5 GB/s. The table uses SimGrid's default (Lazy); Full is slower on the "
             "large cases (28 s against 10 s for the 512-rank torus `pair` row, measured once while writing "
             "this benchmark).")
@@ -301,7 +302,8 @@ def cross_checks(exe: Path, tmp: Path) -> list[str]:
     if None not in (eager, waiting) and r and r.get("flow") is not None:
         notes.append(
             "Torus routes: SimGrid's `TorusZone` breaks the ties of a ring of 8 (distance 4) towards + except "
-            "from coordinate 4 to 0, which goes − (4 → 3 → 2 → 1 → 0); topocoll's `dor` goes + (`tie=\"positive\"`). "
+            "from coordinate 4 to 0, which goes − (4 → 3 → 2 → 1 → 0); topocoll's `dor` goes + "
+            "(`tie=\"positive\"`). "
             f"On the 8 ranks of the torus's first x ring, the `ring`/`shift` all-to-all of 4 KiB takes {_us(eager)} "
             f"in SMPI and {_us(r['flow'])} in topocoll. In SMPI the message 4 → 0 of the distance-4 step travels "
             "alone and arrives early, so rank 0 sends its distance-5 message (0 → 5) early too; rank 5 finds it "
@@ -341,7 +343,8 @@ def run() -> str:
             (tmp / f"{m.name.replace(' ', '_')}.xml").write_text(m.platform_xml())
             (tmp / f"hosts{m.hosts}").write_text("".join(f"node-{i}\n" for i in range(m.hosts)))
         for case in cases():
-            tag = f"{case.collective} {case.algorithm}/{case.smpi} on {case.machine.name}, P={case.p}, {_size(case.nbytes)}"
+            tag = (f"{case.collective} {case.algorithm}/{case.smpi} on {case.machine.name}, P={case.p}, "
+                   f"{_size(case.nbytes)}")
             print(f"[bench] smpi: {tag}", file=sys.stderr, flush=True)
             smpi_time, smpi_wall, smpi_err = run_smpi(case, exe, tmp)
             smpi_total += smpi_wall
