@@ -19,6 +19,9 @@ use crate::engine::run::{simulate, Background, Costs, Outcome, Sync};
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
 
+/// Extra per-message columns of a run (`congestion` of the congestion model).
+type PerMessage = Vec<(&'static str, Vec<f32>)>;
+
 /// An op program, validated and matched once, run by `engine_run` any
 /// number of times.
 #[pyclass(name = "EngineProgram", module = "topocoll._core", frozen)]
@@ -69,7 +72,11 @@ impl PyEngineProgram {
     /// Bytes of all sends.
     #[getter]
     fn bytes_sent(&self) -> u64 {
-        self.matching.send.iter().map(|&s| self.prog.nbytes[s as usize]).sum()
+        self.matching
+            .send
+            .iter()
+            .map(|&s| self.prog.nbytes[s as usize])
+            .sum()
     }
 
     #[getter]
@@ -104,7 +111,11 @@ fn sync_named(name: &str) -> Result<Sync, CoreError> {
     }
 }
 
-fn outcome_dict<'py>(py: Python<'py>, out: Outcome, extra: Vec<(&str, Vec<f32>)>) -> PyResult<Bound<'py, PyDict>> {
+fn outcome_dict<'py>(
+    py: Python<'py>,
+    out: Outcome,
+    extra: PerMessage,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("time_ps", out.time)?;
     d.set_item("rank_done_ps", out.rank_done.into_pyarray(py))?;
@@ -213,8 +224,14 @@ fn engine_run<'py>(
             seed: os_seed,
         },
         "trace" => {
-            let start = os_start.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?.unwrap_or_default();
-            let length = os_len.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?.unwrap_or_default();
+            let start = os_start
+                .map(|a| a.as_slice().map(|s| s.to_vec()))
+                .transpose()?
+                .unwrap_or_default();
+            let length = os_len
+                .map(|a| a.as_slice().map(|s| s.to_vec()))
+                .transpose()?
+                .unwrap_or_default();
             if start.len() != length.len() {
                 return Err(CoreError::InvalidArgument(format!(
                     "engine_run: OS-noise trace has {} starts but {} lengths",
@@ -223,7 +240,12 @@ fn engine_run<'py>(
                 ))
                 .into());
             }
-            Detours::Trace { start, length, span: os_a, seed: os_seed }
+            Detours::Trace {
+                start,
+                length,
+                span: os_a,
+                seed: os_seed,
+            }
         }
         _ => {
             return Err(CoreError::InvalidArgument(format!(
@@ -232,7 +254,10 @@ fn engine_run<'py>(
             .into())
         }
     };
-    let bg_eps: Vec<u32> = bg_endpoints.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?.unwrap_or_default();
+    let bg_eps: Vec<u32> = bg_endpoints
+        .map(|a| a.as_slice().map(|s| s.to_vec()))
+        .transpose()?
+        .unwrap_or_default();
     let background = (!bg_eps.is_empty()).then(|| Background {
         endpoints: bg_eps.clone(),
         bytes: bg_bytes,
@@ -242,11 +267,22 @@ fn engine_run<'py>(
     let m = &program.matching;
     let model = model.to_string();
     let sharing = sharing.to_string();
-    let result = py.allow_threads(move || -> Result<(Outcome, Vec<(&'static str, Vec<f32>)>), CoreError> {
+    let result = py.allow_threads(move || -> Result<(Outcome, PerMessage), CoreError> {
         let mut routes = RouterRoutes::new(r);
         let mut os = OsNoise::new(detours, prog.n_ranks as usize);
-        let mut go = |fabric: &mut dyn FabricBox, bg: Option<&Background>| {
-            fabric.run(prog, m, &order, &costs, sync, &mut routes, &mut os, bg, trace)
+        let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
+            simulate(
+                prog,
+                m,
+                &order,
+                &costs,
+                sync,
+                fabric,
+                &mut routes,
+                &mut os,
+                bg,
+                trace,
+            )
         };
         match model.as_str() {
             "loggops" => {
@@ -264,7 +300,12 @@ fn engine_run<'py>(
                         )))
                     }
                 };
-                let cfg = FlowConfig { sharing, nic_bandwidth, n_endpoints: n_ep, tolerance };
+                let cfg = FlowConfig {
+                    sharing,
+                    nic_bandwidth,
+                    n_endpoints: n_ep,
+                    tolerance,
+                };
                 let mut f = FlowFabric::new(links, cfg);
                 Ok((go(&mut f, background.as_ref())?, vec![]))
             }
@@ -345,12 +386,17 @@ fn engine_lockstep<'py>(
         .collect();
     let order = order.as_slice()?.to_vec();
     let p = order.len() as u32;
-    let bg: Vec<u32> = bg_endpoints.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?.unwrap_or_default();
+    let bg: Vec<u32> = bg_endpoints
+        .map(|a| a.as_slice().map(|s| s.to_vec()))
+        .transpose()?
+        .unwrap_or_default();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let out = py.allow_threads(|| {
         let routes = RouterRoutes::new(r);
         let bgs = (!bg.is_empty()).then_some((bg.as_slice(), bg_seed));
-        lockstep(p, xor, &rounds, &order, &links, &routes, eager, barrier, bgs, threads)
+        lockstep(
+            p, xor, &rounds, &order, &links, &routes, eager, barrier, bgs, threads,
+        )
     })?;
     let d = PyDict::new(py);
     d.set_item("time_ps", out.time)?;
@@ -359,40 +405,6 @@ fn engine_lockstep<'py>(
     d.set_item("max_congestion", out.max_congestion)?;
     d.set_item("app_messages", out.messages)?;
     Ok(d)
-}
-
-/// Object-safe wrapper so one closure runs any fabric.
-trait FabricBox {
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &mut self,
-        prog: &Program,
-        m: &Matching,
-        order: &[u32],
-        costs: &Costs,
-        sync: Sync,
-        routes: &mut RouterRoutes,
-        os: &mut OsNoise,
-        bg: Option<&Background>,
-        trace: bool,
-    ) -> Result<Outcome, CoreError>;
-}
-
-impl<F: Fabric> FabricBox for F {
-    fn run(
-        &mut self,
-        prog: &Program,
-        m: &Matching,
-        order: &[u32],
-        costs: &Costs,
-        sync: Sync,
-        routes: &mut RouterRoutes,
-        os: &mut OsNoise,
-        bg: Option<&Background>,
-        trace: bool,
-    ) -> Result<Outcome, CoreError> {
-        simulate(prog, m, order, costs, sync, self, routes, os, bg, trace)
-    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

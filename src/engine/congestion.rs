@@ -11,10 +11,7 @@
 //! CPU overheads included; running it again without background traffic gives
 //! the unperturbed time the paper compares against (its slowdown).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
+use super::fabric::{ceil_ps, Due, Fabric, Links, Message, Ps, PS_PER_S};
 use super::program::{Matching, Program};
 use super::run::Routes;
 use crate::error::CoreError;
@@ -186,7 +183,7 @@ pub fn annotate<R: Routes>(
 /// by [`annotate`], whatever else is in flight.
 pub struct Fixed {
     duration: Vec<Ps>,
-    due: BinaryHeap<Reverse<(Ps, u32)>>,
+    due: Due,
     link_bytes: Vec<f64>,
 }
 
@@ -194,7 +191,7 @@ impl Fixed {
     pub fn new(duration: Vec<Ps>, n_links: usize) -> Self {
         Fixed {
             duration,
-            due: BinaryHeap::new(),
+            due: Due::default(),
             link_bytes: vec![0.0; n_links],
         }
     }
@@ -206,21 +203,15 @@ impl Fabric for Fixed {
             self.link_bytes[l as usize] += msg.bytes as f64 * w;
         }
         let d = self.duration.get(msg.id as usize).copied().unwrap_or(0);
-        self.due.push(Reverse((now + d, msg.id)));
+        self.due.push(now + d, msg.id);
     }
 
     fn next_arrival(&mut self) -> Option<Ps> {
-        self.due.peek().map(|Reverse((t, _))| *t)
+        self.due.next()
     }
 
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        while let Some(&Reverse((t, id))) = self.due.peek() {
-            if t > now {
-                break;
-            }
-            self.due.pop();
-            arrived.push((t, id));
-        }
+        self.due.drain_until(now, arrived);
     }
 
     fn link_bytes(&self) -> &[f64] {

@@ -12,6 +12,9 @@
 //!
 //! Time is integer picoseconds ([`Ps`]) everywhere in the engine.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 /// Simulated time in picoseconds (2^64 ps ≈ 213 days).
 pub type Ps = u64;
 
@@ -32,7 +35,7 @@ pub fn ps(seconds: f64) -> Ps {
 /// such as `bytes · (1e12 / bandwidth)` carry floating-point excess that must
 /// not add a picosecond per message.
 pub fn ceil_ps(x: f64) -> Ps {
-    if !(x > 0.0) {
+    if x.is_nan() || x <= 0.0 {
         return 0;
     }
     let below = x.floor();
@@ -40,6 +43,33 @@ pub fn ceil_ps(x: f64) -> Ps {
         below as Ps
     } else {
         x.ceil() as Ps
+    }
+}
+
+/// Messages whose arrival time is known when they are injected (the
+/// LogGOPS reservations and the congestion model's fixed durations), in
+/// arrival order.
+#[derive(Default, Debug)]
+pub struct Due(BinaryHeap<Reverse<(Ps, u32)>>);
+
+impl Due {
+    pub fn push(&mut self, arrival: Ps, id: u32) {
+        self.0.push(Reverse((arrival, id)));
+    }
+
+    pub fn next(&self) -> Option<Ps> {
+        self.0.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Move every message arrived by `now` to `arrived`.
+    pub fn drain_until(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
+        while let Some(&Reverse((t, id))) = self.0.peek() {
+            if t > now {
+                break;
+            }
+            self.0.pop();
+            arrived.push((t, id));
+        }
     }
 }
 

@@ -111,7 +111,12 @@ pub fn lockstep<R: Routes + Clone + Send>(
                     if !sh.message {
                         continue;
                     }
-                    let pairs = (0..p).map(|r| (order[r as usize], order[act(xor, p, r, sh.send_off) as usize]));
+                    let pairs = (0..p).map(|r| {
+                        (
+                            order[r as usize],
+                            order[act(xor, p, r, sh.send_off) as usize],
+                        )
+                    });
                     let res = rc.route_round(k, &mut routes, pairs).map(|()| {
                         let mut maxc = 0.0f32;
                         let dur = (0..n)

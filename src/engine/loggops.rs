@@ -17,10 +17,7 @@
 //! millions of messages per second. The price: a later message never slows
 //! an earlier one down (no fair sharing; `--model flow` has it).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
+use super::fabric::{ceil_ps, Due, Fabric, Links, Message, Ps, PS_PER_S};
 
 /// LogGOPS network parameters (the CPU parameters `o`, `O` live in the loop).
 #[derive(Clone, Debug)]
@@ -43,7 +40,7 @@ pub struct Reservation {
     link_bytes: Vec<f64>,
     /// ps per byte on each link.
     per_byte: Vec<f64>,
-    due: BinaryHeap<Reverse<(Ps, u32)>>,
+    due: Due,
 }
 
 impl Reservation {
@@ -58,7 +55,7 @@ impl Reservation {
             link_free: vec![0; n],
             link_bytes: vec![0.0; n],
             per_byte,
-            due: BinaryHeap::new(),
+            due: Due::default(),
         }
     }
 }
@@ -85,21 +82,15 @@ impl Fabric for Reservation {
         let tail = slowest;
         // The NIC never lets the last byte leave before `start + nic_time`.
         let arrival = (head + tail).max(start + nic_time) + self.nic.l;
-        self.due.push(Reverse((arrival, msg.id)));
+        self.due.push(arrival, msg.id);
     }
 
     fn next_arrival(&mut self) -> Option<Ps> {
-        self.due.peek().map(|Reverse((t, _))| *t)
+        self.due.next()
     }
 
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        while let Some(&Reverse((t, id))) = self.due.peek() {
-            if t > now {
-                break;
-            }
-            self.due.pop();
-            arrived.push((t, id));
-        }
+        self.due.drain_until(now, arrived);
     }
 
     fn link_bytes(&self) -> &[f64] {

@@ -49,6 +49,7 @@ impl run::Routes for RouterRoutes<'_> {
         links: &mut Vec<u32>,
         weights: &mut Vec<f64>,
     ) -> Result<(), CoreError> {
-        self.router.route_one(src, dst, links, weights, &mut self.cache)
+        self.router
+            .route_one(src, dst, links, weights, &mut self.cache)
     }
 }

@@ -69,7 +69,9 @@ impl Program {
             ("nbytes", self.nbytes.len()),
         ] {
             if len != n {
-                return bad(format!("{name} has {len} entries, expected {n} (one per op)"));
+                return bad(format!(
+                    "{name} has {len} entries, expected {n} (one per op)"
+                ));
             }
         }
         if self.dep_ptr.len() != n + 1
@@ -97,11 +99,18 @@ impl Program {
             match self.kind[i] {
                 SEND | RECV => {
                     if self.peer[i] >= self.n_ranks {
-                        return bad(format!("op {i}: peer {} out of range 0..{}", self.peer[i], self.n_ranks));
+                        return bad(format!(
+                            "op {i}: peer {} out of range 0..{}",
+                            self.peer[i], self.n_ranks
+                        ));
                     }
                 }
                 REDUCE | COPY => {}
-                k => return bad(format!("op {i}: kind {k}, expected 0..3 (send, recv, reduce, copy)")),
+                k => {
+                    return bad(format!(
+                        "op {i}: kind {k}, expected 0..3 (send, recv, reduce, copy)"
+                    ))
+                }
             }
             for &d in self.deps(i) {
                 if d as usize >= i || self.rank[d as usize] != r {

@@ -173,13 +173,13 @@ impl Gates {
     }
 }
 
-struct Sim<'a, F: Fabric, R: Routes> {
+struct Sim<'a> {
     prog: &'a Program,
     m: &'a Matching,
     order: &'a [u32],
     costs: &'a Costs,
-    fabric: &'a mut F,
-    routes: &'a mut R,
+    fabric: &'a mut dyn Fabric,
+    routes: &'a mut dyn Routes,
     os: &'a mut OsNoise,
     succ_ptr: Vec<u64>,
     succ_idx: Vec<u32>,
@@ -206,7 +206,7 @@ struct Sim<'a, F: Fabric, R: Routes> {
     trace: bool,
 }
 
-impl<F: Fabric, R: Routes> Sim<'_, F, R> {
+impl Sim<'_> {
     fn cpu_work(&self, op: u32, phase: u8) -> Ps {
         let i = op as usize;
         let bytes = self.prog.nbytes[i] as f64;
@@ -478,7 +478,8 @@ impl<F: Fabric, R: Routes> Sim<'_, F, R> {
             };
             if fabric_first {
                 arrived.clear();
-                self.fabric.advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
+                self.fabric
+                    .advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
                 for &(t, id) in &arrived {
                     self.on_arrival(t, id)?;
                 }
@@ -499,14 +500,14 @@ impl<F: Fabric, R: Routes> Sim<'_, F, R> {
 
 /// Simulate `prog` (matched by `m`) with ranks on endpoints `order`.
 #[allow(clippy::too_many_arguments)]
-pub fn simulate<F: Fabric, R: Routes>(
+pub fn simulate(
     prog: &Program,
     m: &Matching,
     order: &[u32],
     costs: &Costs,
     sync: Sync,
-    fabric: &mut F,
-    routes: &mut R,
+    fabric: &mut dyn Fabric,
+    routes: &mut dyn Routes,
     os: &mut OsNoise,
     bg: Option<&Background>,
     trace: bool,
@@ -557,8 +558,22 @@ pub fn simulate<F: Fabric, R: Routes>(
         recv_post: vec![NEVER; n_msg],
         arrived: vec![NEVER; n_msg],
         injected: vec![false; n_msg],
-        in_flight: vec![0; if costs.window > 0 { prog.n_ranks as usize } else { 0 }],
-        throttled: vec![VecDeque::new(); if costs.window > 0 { prog.n_ranks as usize } else { 0 }],
+        in_flight: vec![
+            0;
+            if costs.window > 0 {
+                prog.n_ranks as usize
+            } else {
+                0
+            }
+        ],
+        throttled: vec![
+            VecDeque::new();
+            if costs.window > 0 {
+                prog.n_ranks as usize
+            } else {
+                0
+            }
+        ],
         done: 0,
         links: Vec::with_capacity(64),
         weights: Vec::with_capacity(64),
@@ -588,7 +603,13 @@ mod tests {
     pub struct Crossbar(pub u32);
 
     impl Routes for Crossbar {
-        fn route(&mut self, s: u32, d: u32, l: &mut Vec<u32>, w: &mut Vec<f64>) -> Result<(), CoreError> {
+        fn route(
+            &mut self,
+            s: u32,
+            d: u32,
+            l: &mut Vec<u32>,
+            w: &mut Vec<f64>,
+        ) -> Result<(), CoreError> {
             l.extend([s, self.0 + d]);
             w.extend([1.0, 1.0]);
             Ok(())
@@ -600,11 +621,28 @@ mod tests {
             bandwidth: vec![1e9; 2 * n as usize],
             latency: vec![0; 2 * n as usize],
         };
-        Reservation::new(links, n as usize, LogGopsNic { g: 0, big_g: 0.0, l: 0, ports: 1 })
+        Reservation::new(
+            links,
+            n as usize,
+            LogGopsNic {
+                g: 0,
+                big_g: 0.0,
+                l: 0,
+                ports: 1,
+            },
+        )
     }
 
     fn costs(o: Ps) -> Costs {
-        Costs { o_send: o, o_recv: 0, o_per_byte: 0.0, gamma: 1000.0, copy: 0.0, eager_threshold: 1 << 16, window: 0 }
+        Costs {
+            o_send: o,
+            o_recv: 0,
+            o_per_byte: 0.0,
+            gamma: 1000.0,
+            copy: 0.0,
+            eager_threshold: 1 << 16,
+            window: 0,
+        }
     }
 
     fn run(prog: &Program, sync: Sync, c: &Costs) -> Outcome {
@@ -612,7 +650,19 @@ mod tests {
         let order: Vec<u32> = (0..prog.n_ranks).collect();
         let mut f = loggops(prog.n_ranks);
         let mut os = OsNoise::new(Detours::Quiet, prog.n_ranks as usize);
-        simulate(prog, &m, &order, c, sync, &mut f, &mut Crossbar(prog.n_ranks), &mut os, None, true).unwrap()
+        simulate(
+            prog,
+            &m,
+            &order,
+            c,
+            sync,
+            &mut f,
+            &mut Crossbar(prog.n_ranks),
+            &mut os,
+            None,
+            true,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -669,7 +719,10 @@ mod tests {
         p.dep_idx = vec![1, 0];
         let out = run(&p, Sync::Deps, &c);
         assert_eq!(out.op_start[4], 0, "the send is posted at once");
-        assert_eq!(out.msg_inject[1], 100_000_000, "but injected when its receive is posted");
+        assert_eq!(
+            out.msg_inject[1], 100_000_000,
+            "but injected when its receive is posted"
+        );
     }
 
     #[test]
@@ -705,14 +758,42 @@ mod tests {
         let mut os = OsNoise::new(Detours::Quiet, 2);
         // endpoints 0,1 for the app, 2,3 background, all on one crossbar of 4
         let mut f = loggops(4);
-        let clean = simulate(&prog, &m, &[0, 1], &c, Sync::Deps, &mut f, &mut Crossbar(4), &mut os, None, false)
-            .unwrap();
-        let bg = Background { endpoints: vec![2, 3, 0], bytes: 1_000_000, seed: 3 };
+        let clean = simulate(
+            &prog,
+            &m,
+            &[0, 1],
+            &c,
+            Sync::Deps,
+            &mut f,
+            &mut Crossbar(4),
+            &mut os,
+            None,
+            false,
+        )
+        .unwrap();
+        let bg = Background {
+            endpoints: vec![2, 3, 0],
+            bytes: 1_000_000,
+            seed: 3,
+        };
         let mut f = loggops(4);
-        let noisy =
-            simulate(&prog, &m, &[0, 1], &c, Sync::Deps, &mut f, &mut Crossbar(4), &mut os, Some(&bg), false)
-                .unwrap();
+        let noisy = simulate(
+            &prog,
+            &m,
+            &[0, 1],
+            &c,
+            Sync::Deps,
+            &mut f,
+            &mut Crossbar(4),
+            &mut os,
+            Some(&bg),
+            false,
+        )
+        .unwrap();
         assert_eq!(clean.time, 1_000_000_000);
-        assert!(noisy.time > clean.time && noisy.bg_messages >= 3, "{noisy:?}");
+        assert!(
+            noisy.time > clean.time && noisy.bg_messages >= 3,
+            "{noisy:?}"
+        );
     }
 }

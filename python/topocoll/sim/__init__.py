@@ -1,14 +1,22 @@
 """Schedules on modelled machines, behind one seam: ``Model.estimate(schedule,
-platform) -> Estimate`` (:mod:`.model`). Models: the α-β-γ model and the
-static, round-synchronous contention model (:mod:`.static`); the event-driven
-engine comes with the simulator issue."""
+platform) -> Estimate`` (:mod:`.model`). Models: the α-β-γ model, the static
+round-synchronous contention model (:mod:`.static`), and the event-driven
+``loggops``, ``flow`` and ``congestion`` models on the Rust engine
+(:mod:`.engine`, docs/simulator.md), with network and OS noise
+(:mod:`.noise`) and sweeps (:mod:`.sweep`)."""
 
+from .engine import (
+    EVENT_MODELS, EngineOptions, EventModel, NetworkNoise, OsNoise, Simulation, compile_program, simulate,
+)
 from .model import (
     MODELS, AlphaBetaGamma, Estimate, Model, Network, Platform, StaticContention, make_network, model_named,
 )
+from .noise import NoiseRuns, noise_runs
 from .static import RoundCost, StaticEstimate, static_contention
 
 __all__ = [
     "Model", "Estimate", "Platform", "Network", "AlphaBetaGamma", "StaticContention", "MODELS",
     "make_network", "model_named", "static_contention", "StaticEstimate", "RoundCost",
+    "simulate", "Simulation", "EngineOptions", "NetworkNoise", "OsNoise", "EventModel", "EVENT_MODELS",
+    "compile_program", "noise_runs", "NoiseRuns",
 ]

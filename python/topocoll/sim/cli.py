@@ -12,7 +12,7 @@ from ..argtypes import finite_float, parse_params, parse_sizes, positive_int, se
 from ..errors import SpecError
 from .engine import EVENT_MODELS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
 from .noise import noise_runs
-from .sweep import SimTask, build, run_sweep
+from .sweep import SimTask, build, platform_for, run_sweep
 
 
 def _table(rows) -> str:
@@ -169,17 +169,13 @@ def cmd_goal(args) -> int:
 
 def _goal_run(args) -> int:
     from ..schedules.goal import read_goal
-    from .model import Platform, make_network
     if args.procs or args.size or args.param:
         raise SpecError("simulate goal FILE takes its ranks and sizes from the file, expected no -P, --size, "
                         "--param")
     prog = read_goal(args.algorithm)
-    network = None
-    if args.topology is not None:
-        network = make_network(args.topology, prog.p, routing=args.routing, order=args.order,
-                               seed=args.order_seed)
-    platform = Platform(alpha=args.alpha, bandwidth=args.bandwidth, reduce_bandwidth=args.reduce_bandwidth,
-                        network=network)
+    platform = platform_for(prog.p, topology=args.topology, routing=args.routing, order=args.order,
+                            order_seed=args.order_seed, alpha=args.alpha, bandwidth=args.bandwidth,
+                            reduce_bandwidth=args.reduce_bandwidth)
     noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed) if args.noise is not None else None
     sim = simulate(prog, platform, model=args.model, options=engine_options(args), noise=noise,
                    os_noise=parse_os_noise(args.os_noise, args.seed), trace=bool(args.trace or args.matrix))
@@ -248,8 +244,7 @@ def cmd_simulate(args) -> int:
         clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise)
     outputs = _write_pictures(args, sim, sched)
     if args.json:
-        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(),
-               "bound_Bps": _bound(sim), "outputs": outputs}
+        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(), "outputs": outputs}
         if clean is not None:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
         print(json.dumps(out, indent=1))
@@ -263,7 +258,7 @@ def cmd_simulate(args) -> int:
     done = sim.rank_done
     print(f"ranks finish between {done.min() * 1e6:.3f} and {done.max() * 1e6:.3f} µs "
           f"(first: rank {int(done.argmin())}, last: rank {int(done.argmax())})")
-    bound = _bound(sim)
+    bound = sim.injection_bound
     print(f"achieved {sim.bandwidth / 1e9:.4g} GB/s of application bytes ({sim.bytes_total} B in "
           f"{sim.messages} messages)" + (f"; injection bound {bound / 1e9:.4g} GB/s" if bound else ""))
     if sim.background_messages:
@@ -275,13 +270,6 @@ def cmd_simulate(args) -> int:
     for what, path in outputs.items():
         print(f"{what}: {path}")
     return 0
-
-
-def _bound(sim) -> float:
-    """Injection bound: every rank's link into the network at full speed, B/s
-    (links are sorted by source node, so an endpoint's first link is its own)."""
-    topo = sim.network.topology
-    return float(topo.bandwidth[topo.indptr[sim.network.order]].sum())
 
 
 def _write_pictures(args, sim, sched) -> dict:

@@ -277,6 +277,7 @@ class Simulation:
     congestion: np.ndarray | None = None
     max_congestion: float | None = None
     lockstep: bool = False
+    link_bandwidth: np.ndarray | None = field(default=None, repr=False)
     os_stolen: float = 0.0
     trace: dict | None = field(default=None, repr=False)
 
@@ -287,6 +288,14 @@ class Simulation:
                 if self.link_bytes[l] > 0]
 
     @property
+    def injection_bound(self) -> float:
+        """Every rank's link into the network at full speed, B/s (links are
+        sorted by source node, so an endpoint's first link is its own)."""
+        topo = self.network.topology
+        bw = topo.bandwidth if self.link_bandwidth is None else self.link_bandwidth
+        return float(np.asarray(bw)[topo.indptr[self.network.order]].sum())
+
+    @property
     def bandwidth(self) -> float:
         """Achieved bandwidth: application bytes sent / time, B/s."""
         return self.bytes_total / self.time if self.time > 0 else math.inf
@@ -295,7 +304,7 @@ class Simulation:
         return {"model": self.model, "time_s": self.time, "rank_done_s": self.rank_done.tolist(),
                 "bytes": self.bytes_total, "messages": self.messages,
                 "background_messages": self.background_messages, "events": self.events,
-                "bandwidth_Bps": self.bandwidth, "seed": self.seed, "sync": self.options.sync,
+                "bandwidth_Bps": self.bandwidth, "injection_bound_Bps": self.injection_bound, "seed": self.seed, "sync": self.options.sync,
                 "network": self.network.label,
                 "hot_links": [{"link": n, "load": b} for n, b in self.hot_links()],
                 **({"max_congestion": self.max_congestion} if self.max_congestion is not None else {}),
@@ -357,7 +366,8 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
     if noise is not None and noise.ratio > 0:
         bg = dict(bg_endpoints=noise.endpoints(net, noise.seed), bg_seed=noise.seed)
     order = np.ascontiguousarray(net.order, dtype=np.uint32)
-    common = dict(network=net, options=options, seed=noise.seed if noise is not None else None)
+    common = dict(network=net, options=options, seed=noise.seed if noise is not None else None,
+                  link_bandwidth=bandwidth)
     shapes = _lockstep(schedule, model, options, kw, trace, os_noise) if program is None else None
     if shapes is not None:
         out = _core.engine_lockstep(

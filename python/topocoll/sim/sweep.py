@@ -58,19 +58,25 @@ class SimRow:
         return self.time / self.clean if self.clean else None
 
 
+def platform_for(p: int, *, topology: str | None, routing: str | None = None, order: str = "routing",
+                 order_seed: int = 0, alpha: float = 1e-6, bandwidth: float = 2e9,
+                 reduce_bandwidth: float = 4e9) -> Platform:
+    """A platform for ``p`` ranks: on ``topology`` if given, else an ideal crossbar."""
+    network = None
+    if topology is not None:
+        network = make_network(topology, p, routing=routing, order=order, seed=order_seed)
+    return Platform(alpha=alpha, bandwidth=bandwidth, reduce_bandwidth=reduce_bandwidth, network=network)
+
+
 def build(task: SimTask):
     """(schedule, platform) of a task."""
     info = lookup(task.collective, task.algorithm)
     params = {**from_bytes(task.collective, task.p, task.size), **task.params}
     info.check_size(task.p, params)
     sched = info.generate(task.p, **params)
-    network = None
-    if task.topology is not None:
-        network = make_network(task.topology, task.p, routing=task.routing, order=task.order,
-                               seed=task.order_seed)
-    platform = Platform(alpha=task.alpha, bandwidth=task.bandwidth, reduce_bandwidth=task.reduce_bandwidth,
-                        network=network)
-    return sched, platform
+    return sched, platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
+                               order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
+                               reduce_bandwidth=task.reduce_bandwidth)
 
 
 def run_task(task: SimTask) -> SimRow:
