@@ -12,8 +12,7 @@
 //!
 //! Time is integer picoseconds ([`Ps`]) everywhere in the engine.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Simulated time in picoseconds (2^64 ps ≈ 213 days).
 pub type Ps = u64;
@@ -46,29 +45,74 @@ pub fn ceil_ps(x: f64) -> Ps {
     }
 }
 
-/// Messages whose arrival time is known when they are injected (the
-/// LogGOPS reservations and the congestion model's fixed durations), in
-/// arrival order.
-#[derive(Default, Debug)]
-pub struct Due(BinaryHeap<Reverse<(Ps, u32)>>);
+/// A priority queue of items by time, first in first out among equal
+/// times (the `(time, sequence)` order). Collective schedules put many
+/// events on few distinct instants (every rank of a round at once), so
+/// items are grouped per instant: the ordered map holds one entry per
+/// distinct time, and an item costs O(1) within its instant.
+#[derive(Debug)]
+pub struct TimeQueue<T> {
+    at: BTreeMap<Ps, VecDeque<T>>,
+    spare: Vec<VecDeque<T>>,
+}
 
-impl Due {
-    pub fn push(&mut self, arrival: Ps, id: u32) {
-        self.0.push(Reverse((arrival, id)));
+impl<T> Default for TimeQueue<T> {
+    fn default() -> Self {
+        TimeQueue {
+            at: BTreeMap::new(),
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl<T> TimeQueue<T> {
+    pub fn push(&mut self, t: Ps, item: T) {
+        let spare = &mut self.spare;
+        self.at
+            .entry(t)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push_back(item);
     }
 
     pub fn next(&self) -> Option<Ps> {
-        self.0.peek().map(|Reverse((t, _))| *t)
+        self.at.first_key_value().map(|(t, _)| *t)
+    }
+
+    pub fn pop(&mut self) -> Option<(Ps, T)> {
+        let mut entry = self.at.first_entry()?;
+        let t = *entry.key();
+        let item = entry.get_mut().pop_front().expect("instants are never empty");
+        if entry.get().is_empty() {
+            self.spare.push(entry.remove());
+        }
+        Some((t, item))
+    }
+}
+
+/// Messages whose arrival time is known when they are injected (the
+/// LogGOPS reservations and the congestion model's fixed durations), in
+/// arrival order, message id order among equal times (an order that does
+/// not depend on how the loop happened to process one instant).
+#[derive(Default, Debug)]
+pub struct Due(TimeQueue<u32>);
+
+impl Due {
+    pub fn push(&mut self, arrival: Ps, id: u32) {
+        self.0.push(arrival, id);
+    }
+
+    pub fn next(&self) -> Option<Ps> {
+        self.0.next()
     }
 
     /// Move every message arrived by `now` to `arrived`.
     pub fn drain_until(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        while let Some(&Reverse((t, id))) = self.0.peek() {
-            if t > now {
-                break;
+        while let Some(t) = self.0.next().filter(|&t| t <= now) {
+            let first = arrived.len();
+            while self.0.next() == Some(t) {
+                arrived.push(self.0.pop().expect("peeked"));
             }
-            self.0.pop();
-            arrived.push((t, id));
+            arrived[first..].sort_unstable_by_key(|&(_, id)| id);
         }
     }
 }

@@ -35,13 +35,17 @@ pub struct Program {
     pub round_ptr: Vec<u64>,
 }
 
-/// Messages of a program: message `m` is sent by op `send[m]` and received
-/// by op `recv[m]`; `msg_of[op]` is the op's message ([`NONE`] if local).
+/// What a program implies, derived once and shared by every run: message
+/// `m` is sent by op `send[m]` and received by op `recv[m]`; `msg_of[op]` is
+/// the op's message ([`NONE`] if local); the successors of op `i` are
+/// `succ_idx[succ_ptr[i]..succ_ptr[i+1]]`.
 #[derive(Clone, Debug, Default)]
 pub struct Matching {
     pub send: Vec<u32>,
     pub recv: Vec<u32>,
     pub msg_of: Vec<u32>,
+    pub succ_ptr: Vec<u64>,
+    pub succ_idx: Vec<u32>,
 }
 
 impl Program {
@@ -172,10 +176,13 @@ impl Program {
             )));
         }
         pairs.sort_unstable();
+        let (succ_ptr, succ_idx) = self.successors();
         let mut m = Matching {
             msg_of: vec![NONE; n],
             send: Vec::with_capacity(pairs.len()),
             recv: Vec::with_capacity(pairs.len()),
+            succ_ptr,
+            succ_idx,
         };
         for (id, &(s, r)) in pairs.iter().enumerate() {
             m.send.push(s);

@@ -14,13 +14,13 @@
 //! - a receive completes, after `o_recv` of CPU, once it is posted and its
 //!   message has arrived.
 //!
-//! Events are `(time, sequence)` in one heap; time is integer ps. Nothing is
+//! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]); time is integer ps. Nothing is
 //! global: a simulation is this function's locals, so many can run at once.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::fabric::{ceil_ps, Fabric, Message, Ps};
+use super::fabric::{ceil_ps, Fabric, Message, Ps, TimeQueue};
 use super::noise::OsNoise;
 use super::program::{Matching, Program, COPY, NONE, RECV, REDUCE, SEND};
 use crate::error::CoreError;
@@ -181,15 +181,12 @@ struct Sim<'a> {
     fabric: &'a mut dyn Fabric,
     routes: &'a mut dyn Routes,
     os: &'a mut OsNoise,
-    succ_ptr: Vec<u64>,
-    succ_idx: Vec<u32>,
     deps_left: Vec<u32>,
     gates: Option<Gates>,
     cpu: Vec<Cpu>,
-    events: BinaryHeap<Reverse<(Ps, u64, u32, u8)>>,
+    events: TimeQueue<(u32, u8)>,
     /// CPU work that ended at the current time, in the order it ended.
     now: VecDeque<(Ps, u32, u8)>,
-    seq: u64,
     send_post: Vec<Ps>,
     recv_post: Vec<Ps>,
     arrived: Vec<Ps>,
@@ -252,8 +249,7 @@ impl Sim<'_> {
         if end == start {
             self.now.push_back((end, op, phase));
         } else {
-            self.seq += 1;
-            self.events.push(Reverse((end, self.seq, op, phase)));
+            self.events.push(end, (op, phase));
         }
     }
 
@@ -272,8 +268,8 @@ impl Sim<'_> {
         let r = self.prog.rank[i] as usize;
         self.out.rank_done[r] = self.out.rank_done[r].max(t);
         self.done += 1;
-        for k in self.succ_ptr[i] as usize..self.succ_ptr[i + 1] as usize {
-            let s = self.succ_idx[k];
+        for k in self.m.succ_ptr[i] as usize..self.m.succ_ptr[i + 1] as usize {
+            let s = self.m.succ_idx[k];
             self.deps_left[s as usize] -= 1;
             if self.deps_left[s as usize] == 0 && self.gate_open(s) {
                 self.push_cpu(t, s, 0);
@@ -466,7 +462,7 @@ impl Sim<'_> {
                 self.on_cpu_done(t, op, phase)?;
                 continue;
             }
-            let t_ev = self.events.peek().map(|Reverse((t, ..))| *t);
+            let t_ev = self.events.next();
             let t_fab = self.fabric.next_arrival();
             self.out.events += 1;
             // Arrivals go first at equal times: a receive completes before
@@ -483,7 +479,7 @@ impl Sim<'_> {
                 for &(t, id) in &arrived {
                     self.on_arrival(t, id)?;
                 }
-            } else if let Some(Reverse((t, _, op, phase))) = self.events.pop() {
+            } else if let Some((t, (op, phase))) = self.events.pop() {
                 self.on_cpu_done(t, op, phase)?;
             } else {
                 return Err(CoreError::InvalidArgument(format!(
@@ -521,7 +517,6 @@ pub fn simulate(
     }
     let n = prog.n_ops();
     let n_msg = m.send.len();
-    let (succ_ptr, succ_idx) = prog.successors();
     let deps_left = (0..n).map(|i| prog.deps(i).len() as u32).collect();
     let mut out = Outcome {
         rank_done: vec![0; prog.n_ranks as usize],
@@ -541,8 +536,6 @@ pub fn simulate(
         fabric,
         routes,
         os,
-        succ_ptr,
-        succ_idx,
         deps_left,
         gates: Gates::new(prog, sync),
         cpu: (0..prog.n_ranks)
@@ -551,9 +544,8 @@ pub fn simulate(
                 queue: BinaryHeap::new(),
             })
             .collect(),
-        events: BinaryHeap::new(),
+        events: TimeQueue::default(),
         now: VecDeque::new(),
-        seq: 0,
         send_post: vec![NEVER; n_msg],
         recv_post: vec![NEVER; n_msg],
         arrived: vec![NEVER; n_msg],
