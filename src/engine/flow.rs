@@ -405,6 +405,10 @@ impl FlowFabric {
     /// Process every internal event (latency-phase end, bandwidth-phase end)
     /// at or before `t`, in time order.
     fn process_until(&mut self, t: Ps) {
+        if !self.seeds.is_empty() {
+            // flows attached at the clock and not yet given rates
+            self.recompute(self.clock);
+        }
         loop {
             let tf = self.peek_finish().map(|(tf, _)| tf);
             let ts = self.start_heap.peek().map(|Reverse((ts, _))| *ts);
@@ -762,12 +766,18 @@ impl Fabric for FlowFabric {
             self.start_heap
                 .push(Reverse((now.saturating_add(latency), slot)));
         } else {
+            // Rates are refilled once for every flow that starts at this
+            // instant, when the loop next asks (next_arrival / advance), not
+            // once per injection: an all-at-once collective starts P² flows
+            // at t = 0.
             self.attach(slot, now);
-            self.recompute(now);
         }
     }
 
     fn next_arrival(&mut self) -> Option<Ps> {
+        if !self.seeds.is_empty() {
+            self.recompute(self.clock);
+        }
         let a = self.arrivals.peek().map(|Reverse((t, _))| *t);
         let f = self.peek_finish().map(|(t, _)| t);
         let s = self.start_heap.peek().map(|Reverse((t, _))| *t);
