@@ -115,8 +115,9 @@ class NetworkNoise:
 
     ``ratio`` is the perturbation ratio: the background endpoints are
     ``ratio / (1 - ratio)`` times as many as the application's ranks
-    (ratio 0.5: as many; the paper's Fig. 10), capped by the endpoints the
-    application leaves free, and drawn at random among them per run. In
+    (ratio 0.5: as many; the paper's Fig. 10), at least 2, capped by the
+    endpoints the application leaves free, and drawn at random among them per
+    run. In
     ``congestion`` they form one random permutation per round; in
     ``loggops``/``flow`` each streams ``bytes``-byte messages to random peers
     until the application finishes.
@@ -139,6 +140,13 @@ class NetworkNoise:
         free[network.order] = False
         free = np.flatnonzero(free)
         want = min(len(free), int(round(len(network.order) * self.ratio / (1.0 - self.ratio))))
+        if self.ratio > 0:
+            if len(free) < 2:
+                raise SpecError(
+                    f"network noise ratio {self.ratio:g}: {network.topology.spec} leaves {len(free)} endpoint(s) "
+                    f"for background traffic ({network.topology.n_endpoints} endpoints, {len(network.order)} "
+                    "ranks), expected at least 2: a network larger than the application")
+            want = max(want, 2)   # background traffic needs a sender and a receiver
         rng = np.random.default_rng(seed)
         return np.sort(rng.choice(free, size=want, replace=False)).astype(np.uint32) if want else \
             np.zeros(0, np.uint32)
@@ -304,8 +312,8 @@ class Simulation:
         return {"model": self.model, "time_s": self.time, "rank_done_s": self.rank_done.tolist(),
                 "bytes": self.bytes_total, "messages": self.messages,
                 "background_messages": self.background_messages, "events": self.events,
-                "bandwidth_Bps": self.bandwidth, "injection_bound_Bps": self.injection_bound, "seed": self.seed, "sync": self.options.sync,
-                "network": self.network.label,
+                "bandwidth_Bps": self.bandwidth, "injection_bound_Bps": self.injection_bound,
+                "seed": self.seed, "sync": self.options.sync, "network": self.network.label,
                 "hot_links": [{"link": n, "load": b} for n, b in self.hot_links()],
                 **({"max_congestion": self.max_congestion} if self.max_congestion is not None else {}),
                 **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
@@ -318,6 +326,8 @@ def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, n
     net = platform.network
     if net is None:
         net = make_network(f"crossbar:{max(p, 2)}", p, order="identity")
+        net = Network(net.router, net.order, f"ideal crossbar ({max(p, 2)} endpoints, "
+                                             f"{platform.bandwidth / 1e9:g} GB/s links, no latency)")
         n = net.topology.n_links
         return net, np.full(n, platform.bandwidth), np.zeros(n, np.uint64)
     if len(net.order) != p:

@@ -261,3 +261,11 @@ def test_throttling_window_limits_messages_in_flight():
     assert one.time >= free.time
     with pytest.raises(SpecError, match="window=-1"):
         EngineOptions(window=-1)
+
+
+def test_noise_without_free_endpoints_is_refused_not_ignored():
+    sched = generate("allreduce", "ring", 4, count=16, itemsize=8)
+    full = Platform(network=make_network("crossbar:5", 4))
+    with pytest.raises(SpecError, match=r"leaves 1 endpoint\(s\) for background traffic .* expected at least 2"):
+        simulate(sched, full, noise=NetworkNoise(0.5))
+    assert simulate(sched, full, noise=NetworkNoise(0.0)).background_messages == 0
