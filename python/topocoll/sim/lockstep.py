@@ -96,8 +96,9 @@ def lockstep_shapes(schedule: Schedule, *, o_send: int, o_per_byte: float, gamma
         if sends:
             s, v = sends[0], recvs[0]
             off = ops[s].peer
-            if ops[v].peer != (off if xor else (-off) % p) or len(ops[s].blocks) != len(ops[v].blocks):
-                return None
+            if (ops[v].peer != (off if xor else (-off) % p) or len(ops[s].blocks) != len(ops[v].blocks)
+                    or ops[s].tag != ops[v].tag):
+                return None     # the receive matches another round's send
             nbytes = len(ops[s].blocks) * block
             if s in waits or any(ops[i].kind == "send" for i in waits):
                 return None     # forwarding within the round
