@@ -269,3 +269,28 @@ def test_noise_without_free_endpoints_is_refused_not_ignored():
     with pytest.raises(SpecError, match=r"leaves 1 endpoint\(s\) for background traffic .* expected at least 2"):
         simulate(sched, full, noise=NetworkNoise(0.5))
     assert simulate(sched, full, noise=NetworkNoise(0.0)).background_messages == 0
+
+
+@pytest.mark.parametrize("info, p", [c for c in _cases() if c.values[1] == 8])
+def test_every_algorithm_runs_under_every_model_sync_and_protocol(info, p):
+    """No deadlock, no lost op: every model, sync and eager/rendezvous choice
+    completes every op, after its dependencies, on a congested tree with
+    background traffic; a rank is done when its last op is."""
+    sched = generate(info.collective, info.name, p, count=p * 3000, itemsize=8, **info.compare)
+    net = make_network("kary:4,3", p, order="random", seed=1)
+    chunk = sched.program().concatenated()
+    for model in MODELS:
+        for sync in ("deps", "rounds", "barrier"):
+            for eager in (0, 65536):
+                noise = NetworkNoise(0.3, seed=2) if model != "flow" else None
+                sim = simulate(sched, Platform(network=net), model=model, noise=noise,
+                               options=EngineOptions(sync=sync, eager=eager), trace=True)
+                tr = sim.trace
+                assert len(tr["end"]) == len(chunk) and (tr["end"] >= tr["start"]).all()
+                done = np.zeros(p)
+                np.maximum.at(done, tr["rank"], tr["end"])
+                np.testing.assert_allclose(sim.rank_done, done, rtol=0, atol=1e-15)
+                for i in range(len(chunk)):
+                    deps = chunk.deps_of(i)
+                    if len(deps):
+                        assert tr["end"][deps].max() <= tr["start"][i] + 1e-15
