@@ -405,8 +405,9 @@ impl FlowFabric {
     /// Process every internal event (latency-phase end, bandwidth-phase end)
     /// at or before `t`, in time order.
     fn process_until(&mut self, t: Ps) {
-        if !self.seeds.is_empty() {
-            // flows attached at the clock and not yet given rates
+        if !self.seeds.is_empty() && t > self.clock {
+            // flows attached at the clock and not yet given rates, before
+            // time moves on (more flows starting at the clock only add seeds)
             self.recompute(self.clock);
         }
         loop {
