@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn trace_detours_stretch_work_that_overlaps_them() {
-        // one detour [100, 150) repeated every 1000, rank offset forced to 0 by span 1000 and seed search
+        // one detour [100, 150) repeated every 1000, shifted by the rank's seeded offset
         let src = Detours::Trace {
             start: vec![100],
             length: vec![50],

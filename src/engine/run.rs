@@ -14,8 +14,9 @@
 //! - a receive completes, after `o_recv` of CPU, once it is posted and its
 //!   message has arrived.
 //!
-//! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]); time is integer ps. Nothing is
-//! global: a simulation is this function's locals, so many can run at once.
+//! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]);
+//! time is integer ps. Nothing is global: a simulation is this function's
+//! locals, so many can run at once.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -667,7 +668,8 @@ mod tests {
 
     /// Two rounds on 2 ranks; round 2's receive on rank 1 follows a reduction.
     fn two_rounds(bytes: u64) -> Program {
-        // round 0: r0 send→1, r1 recv←0, r1 reduce (dep recv); round 1: r0 recv←1 , r1 send→0 (dep reduce)
+        // round 0: r0 send→1, r1 recv←0, r1 reduce (dep recv);
+        // round 1: r0 recv←1, r1 send→0 (dep reduce)
         Program {
             n_ranks: 2,
             rank: vec![0, 1, 1, 0, 1],

@@ -380,10 +380,13 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
                   link_bandwidth=bandwidth)
     shapes = _lockstep(schedule, model, options, kw, trace, os_noise) if program is None else None
     if shapes is not None:
-        out = _core.engine_lockstep(
-            net.router.engine, bandwidth, latency, order, shapes.xor, shapes.message, shapes.send_off,
-            shapes.nbytes, shapes.send_at, shapes.recv_at, shapes.local_end, shapes.post, eager=kw["eager"],
-            barrier=options.sync == "barrier", **bg)
+        try:
+            out = _core.engine_lockstep(
+                net.router.engine, bandwidth, latency, order, shapes.xor, shapes.message, shapes.send_off,
+                shapes.nbytes, shapes.send_at, shapes.recv_at, shapes.local_end, shapes.post,
+                eager=kw["eager"], barrier=options.sync == "barrier", **bg)
+        except ValueError as e:
+            raise SpecError(f"simulate {schedule.label()}: {e}") from None
         return Simulation(
             time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
             link_bytes=out["link_bytes"],
