@@ -81,7 +81,10 @@ impl<T> TimeQueue<T> {
     pub fn pop(&mut self) -> Option<(Ps, T)> {
         let mut entry = self.at.first_entry()?;
         let t = *entry.key();
-        let item = entry.get_mut().pop_front().expect("instants are never empty");
+        let item = entry
+            .get_mut()
+            .pop_front()
+            .expect("instants are never empty");
         if entry.get().is_empty() {
             self.spare.push(entry.remove());
         }

@@ -751,39 +751,21 @@ mod tests {
         let c = costs(0);
         let mut os = OsNoise::new(Detours::Quiet, 2);
         // endpoints 0,1 for the app, 2,3 background, all on one crossbar of 4
-        let mut f = loggops(4);
-        let clean = simulate(
-            &prog,
-            &m,
-            &[0, 1],
-            &c,
-            Sync::Deps,
-            &mut f,
-            &mut Crossbar(4),
-            &mut os,
-            None,
-            false,
-        )
-        .unwrap();
+        let mut go = |bg: Option<&Background>| {
+            let mut f = loggops(4);
+            let (order, sync, mut xbar) = ([0, 1], Sync::Deps, Crossbar(4));
+            simulate(
+                &prog, &m, &order, &c, sync, &mut f, &mut xbar, &mut os, bg, false,
+            )
+            .unwrap()
+        };
+        let clean = go(None);
         let bg = Background {
             endpoints: vec![2, 3, 0],
             bytes: 1_000_000,
             seed: 3,
         };
-        let mut f = loggops(4);
-        let noisy = simulate(
-            &prog,
-            &m,
-            &[0, 1],
-            &c,
-            Sync::Deps,
-            &mut f,
-            &mut Crossbar(4),
-            &mut os,
-            Some(&bg),
-            false,
-        )
-        .unwrap();
+        let noisy = go(Some(&bg));
         assert_eq!(clean.time, 1_000_000_000);
         assert!(
             noisy.time > clean.time && noisy.bg_messages >= 3,
