@@ -26,6 +26,12 @@ def run(capsys, *argv):
      "expected periodic:PERIOD,LENGTH"),
     (["simulate", "allreduce", "ring", "-P", "4,8", "--size", "1K", "--trace", "x.json"], "no lists"),
     (["simulate", "goal", "/nonexistent.goal"], "nonexistent.goal"),
+    (["simulate", "allreduce", "ring", "-P", "4,x", "--size", "1K"], "-P '4,x': 'x' is not an integer"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--os-noise", "trace:/nonexistent.txt"],
+     "/nonexistent.txt: No such file or directory, expected a Netgauge noise trace"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--window", "-2"], "window=-2"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--matrix", "/nonexistent/dir/m.png"],
+     "/nonexistent/dir/m.png: No such file or directory, expected a writable path"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -5,6 +5,7 @@ the result. Everything here is a library call first (:mod:`.engine`,
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -23,10 +24,11 @@ __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_opti
 
 
 def _int_list(text: str) -> list[int]:
-    out = []
-    for part in str(text).split(","):
-        out.append(positive_int(part.strip()))
-    return out
+    """``-P 16`` or ``-P 16,32,64``."""
+    try:
+        return [positive_int(part.strip()) for part in str(text).split(",")]
+    except argparse.ArgumentTypeError as e:
+        raise SpecError(f"-P {text!r}: {e}") from None
 
 
 def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
@@ -273,6 +275,14 @@ def cmd_simulate(args) -> int:
 
 
 def _write_pictures(args, sim, sched) -> dict:
+    try:
+        return _pictures(args, sim)
+    except OSError as e:
+        raise SpecError(f"{e.filename}: {e.strerror}, expected a writable path for --trace/--matrix/--draw") \
+            from None
+
+
+def _pictures(args, sim) -> dict:
     out = {}
     if args.trace:
         from ..viz.timeline import write_chrome_trace

@@ -184,7 +184,12 @@ class OsNoise:
         """Read a Netgauge noise trace: one ``start<TAB>duration`` line per
         detour, in ns (``#`` comments and blank lines skipped)."""
         starts, lens = [], []
-        with open(path) as f:
+        try:
+            f = open(path)
+        except OSError as e:
+            raise SpecError(f"{path}: {e.strerror}, expected a Netgauge noise trace (start<TAB>duration in ns)") \
+                from None
+        with f:
             for lineno, line in enumerate(f, 1):
                 text = line.split("#", 1)[0].strip()
                 if not text:
