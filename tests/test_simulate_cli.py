@@ -30,6 +30,8 @@ def run(capsys, *argv):
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--os-noise", "trace:/nonexistent.txt"],
      "/nonexistent.txt: No such file or directory, expected a Netgauge noise trace"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--window", "-2"], "window=-2"),
+    (["goal", "allreduce", "ring", "-P", "4", "--size", "1K", "-o", "/nonexistent/x.goal"],
+     "/nonexistent/x.goal: No such file or directory, expected a writable path for -o"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--matrix", "/nonexistent/dir/m.png"],
      "/nonexistent/dir/m.png: No such file or directory, expected a writable path"),
 ])

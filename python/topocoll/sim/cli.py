@@ -161,8 +161,11 @@ def cmd_goal(args) -> int:
                              parse_params(args.param)))
     text = to_goal(sched)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise SpecError(f"{args.output}: {e.strerror}, expected a writable path for -o") from None
         print(f"{sched.label()}: {args.output}")
     else:
         sys.stdout.write(text)
