@@ -20,15 +20,6 @@ pub type Ps = u64;
 /// Picoseconds per second.
 pub const PS_PER_S: f64 = 1e12;
 
-/// Seconds → picoseconds, rounded to nearest (negative or NaN → 0).
-pub fn ps(seconds: f64) -> Ps {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * PS_PER_S).round() as Ps
-    } else {
-        0
-    }
-}
-
 /// A duration given in (possibly fractional) ps, rounded up, except that a
 /// value within 1e-9 (relative) above an integer is that integer: products
 /// such as `bytes · (1e12 / bandwidth)` carry floating-point excess that must

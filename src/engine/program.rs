@@ -214,15 +214,6 @@ impl Program {
         }
         (ptr, idx)
     }
-
-    /// Round of every op.
-    pub fn op_rounds(&self) -> Vec<u32> {
-        let mut out = vec![0u32; self.n_ops()];
-        for k in 0..self.n_rounds() {
-            out[self.round_ptr[k] as usize..self.round_ptr[k + 1] as usize].fill(k as u32);
-        }
-        out
-    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,6 @@ import numpy as np
 from .. import _core
 from ..errors import SpecError
 from ..schedules.ir import Schedule
-from ..schedules.program import COPY, RECV, REDUCE, SEND
 from .model import Estimate, Network, Platform, _positive, make_network
 
 __all__ = ["EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate",
@@ -407,7 +406,6 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
         out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, model, **kw)
     except ValueError as e:
         raise SpecError(f"simulate {schedule.label()}: {e}") from None
-    send, recv = prog.messages()
     congestion = out.get("congestion")
     sim = Simulation(
         time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
@@ -416,7 +414,7 @@ def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str 
         congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
         os_stolen=out["os_stolen_ps"] / _PS, **common)
     if trace:
-        sim.trace = _trace_columns(schedule, out, send, recv)
+        sim.trace = _trace_columns(schedule, out, *prog.messages())
     return sim
 
 
@@ -444,8 +442,6 @@ def _trace_columns(schedule, out, send, recv) -> dict:
             "send": send, "recv": recv, "inject": out["msg_inject_ps"] / _PS, "arrive": out["msg_arrive_ps"] / _PS}
 
 
-KIND_NAMES = {SEND: "send", RECV: "recv", REDUCE: "reduce", COPY: "copy"}
-
 
 class EventModel:
     """An event-driven model behind the :class:`~.model.Model` seam.
@@ -471,4 +467,5 @@ class EventModel:
         sim = simulate(schedule, platform, model=self.kind, options=self.options, noise=self.noise,
                        os_noise=self.os_noise)
         hot = sim.hot_links(1)
-        return Estimate(sim.time, self.name, congestion=sim.max_congestion, hot_link=hot[0][0] if hot else None, detail=sim)
+        return Estimate(sim.time, self.name, congestion=sim.max_congestion,
+                        hot_link=hot[0][0] if hot else None, detail=sim)
