@@ -337,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _extension_parsers():
     """Verbs owned by other areas, added when their module is present."""
     for module, attr in (("topocoll.topology.cli", "add_topo_parser"), ("topocoll.sim.cli", "add_simulate_parser"),
-                         ("topocoll.composite", "add_composite_parser")):
+                         ("topocoll.composite", "add_composite_parser"),
+                         ("topocoll.mpi.bench_cli", "add_bench_parser"),
+                         ("topocoll.mpi.calibrate", "add_calibrate_parser")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -1,15 +1,25 @@
-"""Check the MPI executor against the serial reference, under mpiexec.
+"""Check real MPI execution against the serial reference, under mpiexec.
 
     mpiexec -n 4 python -m topocoll.mpi.check [--collective C] [--algorithm A]
-        [--param n=2 ...] [--count N] [--op sum|max|affine] [--seed S] [--fail-rank R]
+        [--param n=2 ...] [--count N] [--op sum|max|affine|...] [--seed S]
+        [--transport p2p|rma] [--runs N] [--suite] [--fail-rank R [--fail-in start|op]]
+        [--disagree FIELD]
 
-Every rank derives every rank's input from the seed, runs its part of the
-schedule with :func:`execute_mpi`, and compares its output blocks with the
-collective's serial definition. Rank 0 prints one line per schedule
-(``OK ...`` or ``MISMATCH ...``) and the seed; the exit status is 1 if any
-schedule mismatched. Without ``--algorithm`` every algorithm of the
-collective that supports this P is checked. ``--fail-rank R`` makes rank R
-raise, to demonstrate that the job aborts instead of hanging.
+Every rank derives every rank's input from the seed, runs its part through a
+plan (:func:`topocoll.mpi.plan`) ``--runs`` times with new data each run,
+and compares its output blocks with the collective's serial definition.
+Rank 0 prints one line per case (``OK ...`` or ``MISMATCH ...``) with the
+seed; the exit status is 1 if any case mismatched.
+
+``--suite`` checks everything this P allows: every algorithm of every
+collective with every operator kind it supports, counts not divisible by P
+and zero, both transports, a plan reused 100 times, the mpi4py-shaped calls
+against the library's own collectives, split-phase round counts and
+compositing. ``--fail-rank R`` makes rank R fail (before the collective, or
+inside a reduction with ``--fail-in op``) to show that the job aborts with
+one line instead of hanging; ``--disagree FIELD`` makes rank P-1 call with
+another count, algorithm or operator, to show that every rank gets the same
+error before data moves.
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ import numpy as np
 from ..errors import SpecError
 from .abort import run_or_abort
 
+OPS = ["sum", "max", "prod", "xor", "affine"]
+
 
 def _parse(argv):
     from ..argtypes import parse_params, positive_int
@@ -30,54 +42,195 @@ def _parse(argv):
     parser.add_argument("--collective", default="allreduce")
     parser.add_argument("--algorithm", default=None)
     parser.add_argument("--param", action="append")
-    parser.add_argument("--count", type=positive_int, default=37)
-    parser.add_argument("--op", default="sum", choices=["sum", "max", "prod", "xor", "affine"])
+    parser.add_argument("--count", type=int, default=37)
+    parser.add_argument("--op", default="sum", choices=OPS)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--transport", default="p2p", choices=["p2p", "rma"])
+    parser.add_argument("--runs", type=positive_int, default=1)
+    parser.add_argument("--suite", action="store_true")
     parser.add_argument("--fail-rank", type=int, default=None)
+    parser.add_argument("--fail-in", default="start", choices=["start", "op"])
+    parser.add_argument("--disagree", default=None, choices=["count", "algorithm", "op", "p"])
     args = parser.parse_args(argv)
+    if args.count < 0:
+        raise SpecError(f"--count {args.count}, expected a count >= 0")
     return args, parse_params(args.param)
+
+
+class Report:
+    """Rank 0 prints; every rank learns the failure count."""
+
+    def __init__(self, comm, seed):
+        self.comm, self.seed, self.failures, self.lines = comm, seed, 0, 0
+
+    def case(self, what: str, bad) -> None:
+        everyone = self.comm.gather(bad, root=0)
+        if self.comm.Get_rank() == 0:
+            wrong = {r: b for r, b in enumerate(everyone) if b}
+            status = "OK" if not wrong else f"MISMATCH at ranks {wrong}"
+            print(f"{status} {what} seed={self.seed}", flush=True)
+            self.failures += bool(wrong)
+            self.lines += 1
+
+
+def _inputs(op: str, p: int, count: int, seed: int):
+    from ..verify import affine, affine_inputs, integer_inputs
+
+    if op == "affine":
+        return affine_inputs(p, count, seed), affine
+    return integer_inputs(p, count, seed), op
+
+
+def check_schedule(report: Report, sched, op: str, *, seed: int, runs: int = 1, transport: str = "p2p") -> None:
+    """Run ``sched`` through one plan ``runs`` times with new data each run."""
+    from ..verify import serial_reference
+    from .plan import plan
+
+    comm = report.comm
+    rank, p = comm.Get_rank(), comm.Get_size()
+    inputs, func = _inputs(op, p, sched.count, seed)
+    x = np.array(inputs[rank], copy=True)
+    y = np.zeros_like(x)
+    pl = plan(sched, x, y, op=func, comm=comm, transport=transport)
+    bad = []
+    for run in range(runs):
+        if run:
+            inputs, _ = _inputs(op, p, sched.count, seed + run)
+            x[...] = inputs[rank]
+        pl.run()
+        want = serial_reference(sched, inputs, func)[rank]
+        bad += [(run, b) for b, v in want.items() if not np.array_equal(y[sched.bounds[b]:sched.bounds[b + 1]], v)]
+    pl.free()
+    shown = op if op != "affine" else "affine (non-commutative)"
+    report.case(f"{sched.label()} op={shown} count={sched.count} transport={transport} runs={runs}", bad[:3])
+
+
+def _cases(collective: str, p: int, params: dict, op: str):
+    from ..schedules import catalogue
+
+    for info in catalogue().values():
+        if info.collective != collective:
+            continue
+        merged = {**info.sweep[0], **params}
+        if not info.supports(p, merged):
+            continue
+        if op == "affine" and info.needs.commutative:
+            continue
+        if info.needs.idempotent and op not in ("max",):
+            continue
+        yield info.name, merged
+
+
+def _count(collective: str, count: int, p: int) -> int:
+    return count * p if collective == "alltoall" else count
+
+
+def run_cases(report, collective, algorithm, params, op, count, seed, runs, transport) -> None:
+    from ..schedules import generate
+
+    p = report.comm.Get_size()
+    cases = [(algorithm, params)] if algorithm else list(_cases(collective, p, params, op))
+    for name, case_params in cases:
+        sched = generate(collective, name, p, count=_count(collective, count, p), **case_params)
+        check_schedule(report, sched, op, seed=seed, runs=runs, transport=transport)
+
+
+SUITE_OPS = {"allreduce": ["sum", "affine", "max"], "reduce": ["affine"], "bcast": ["sum"], "barrier": ["max"],
+             "reduce_scatter": ["sum", "affine"], "allgather": ["sum"], "alltoall": ["sum"], "gather": ["sum"]}
+
+
+def suite(report: Report, seed: int) -> None:
+    """Everything this P allows (see the module docstring)."""
+    from ..schedules import generate
+    from .api_check import check_api, check_split
+
+    comm = report.comm
+    p = comm.Get_size()
+    for collective, ops in SUITE_OPS.items():
+        for op in ops:
+            run_cases(report, collective, None, {}, op, 37, seed, 2, "p2p")
+    for collective in ("allreduce", "reduce_scatter", "alltoall", "bcast"):
+        for count in (1, 2 * p + 1):   # empty blocks (count < P) and not divisible by P
+            run_cases(report, collective, None, {}, "sum", count, seed, 1, "p2p")
+        run_cases(report, collective, None, {}, "sum", 11, seed, 2, "rma")
+    run_cases(report, "allreduce", None, {}, "affine", 13, seed, 1, "rma")
+    sched = generate("allreduce", "ring" if p > 1 else "binomial", p, count=5 * p + 3)
+    check_schedule(report, sched, "sum", seed=seed, runs=100)
+    check_api(report, seed)
+    check_split(report, seed)
+
+
+def disagree(comm, field: str) -> None:
+    """Rank P-1 calls with another ``field``; every rank must raise the same error."""
+    from ..schedules import generate
+    from .api import allreduce
+    from .plan import plan
+
+    rank, p = comm.Get_rank(), comm.Get_size()
+    odd = rank == p - 1
+    x = np.arange(8, dtype=np.float64)
+    try:
+        if field == "p":   # a schedule for another P: plan() refuses it on that rank, everyone hears
+            pl = plan(generate("allreduce", "binomial", p + 1 if odd else p, count=8), x, comm=comm)
+            pl.run()
+        else:
+            kwargs = {"count": dict(sendbuf=x[:7] if odd else x),
+                      "algorithm": dict(sendbuf=x, algorithm="binomial" if odd else "pairwise_exchange"),
+                      "op": dict(sendbuf=x, op="max" if odd else "sum")}[field]
+            sendbuf = kwargs.pop("sendbuf")
+            kwargs.setdefault("algorithm", "pairwise_exchange")
+            allreduce(sendbuf, comm=comm, **kwargs)
+    except SpecError as exc:
+        messages = comm.gather(str(exc), root=0)
+        if rank == 0:
+            same = len(set(messages)) == 1
+            print(f"{'DETECTED' if same else 'DIFFERENT'} {messages[0]}", flush=True)
+        return
+    if rank == 0:
+        print("UNDETECTED: every rank completed", flush=True)
 
 
 def main(argv=None) -> int:
     from mpi4py import MPI
 
-    from ..schedules import catalogue, generate
-    from ..verify import affine, affine_inputs, integer_inputs, serial_reference
-    from .executor import execute_mpi
-
     args, params = _parse(argv)
     comm = MPI.COMM_WORLD
     rank, p = comm.Get_rank(), comm.Get_size()
-    if args.fail_rank is not None and rank == args.fail_rank:
-        raise SpecError(f"--fail-rank={rank}: failing on purpose to show the job aborts")
-    if args.algorithm:
-        cases = [(args.algorithm, params)]
+    if args.fail_rank is not None and not 0 <= args.fail_rank < p:
+        raise SpecError(f"--fail-rank {args.fail_rank}, expected a rank in 0..{p - 1} (the job has {p} ranks)")
+    report = Report(comm, args.seed)
+    if args.disagree:
+        disagree(comm, args.disagree)
+        return 0
+    if args.fail_rank is not None:
+        return fail(comm, args.fail_rank, args.fail_in)
+    if args.suite:
+        suite(report, args.seed)
     else:
-        cases = [(info.name, {**info.sweep[0], **params}) for info in catalogue().values()
-                 if info.collective == args.collective and info.supports(p, {**info.sweep[0], **params})
-                 and (args.op != "affine" or not info.needs.commutative)
-                 and (not info.needs.idempotent or args.op == "max")]
-    failures = 0
-    for name, case_params in cases:
-        count = args.count * p if args.collective == "alltoall" else args.count
-        sched = generate(args.collective, name, p, count=count, **case_params)
-        if args.op == "affine":
-            inputs, op = affine_inputs(p, sched.count, args.seed), affine
-        else:
-            inputs, op = integer_inputs(p, sched.count, args.seed), args.op
-        out = execute_mpi(sched, inputs[rank], op=op, comm=comm)
-        want = serial_reference(sched, inputs, op)[rank]
-        bad = [b for b, v in want.items()
-               if not np.array_equal(out[sched.bounds[b]:sched.bounds[b + 1]], v)]
-        all_bad = comm.gather(bad[:3], root=0)
-        if rank == 0:
-            wrong = {r: blocks for r, blocks in enumerate(all_bad) if blocks}
-            status = "OK" if not wrong else f"MISMATCH at ranks/blocks {wrong}"
-            print(f"{status} {sched.label()} op={args.op if args.op != 'affine' else 'affine (non-commutative)'} "
-                  f"count={sched.count} seed={args.seed}", flush=True)
-            failures += bool(wrong)
-    failures = comm.bcast(failures, root=0)
+        run_cases(report, args.collective, args.algorithm, params, args.op, args.count, args.seed, args.runs,
+                  args.transport)
+    failures = comm.bcast(report.failures, root=0)
     return 1 if failures else 0
+
+
+def fail(comm, fail_rank: int, where: str) -> int:
+    """Rank ``fail_rank`` fails; the job must end with its one line."""
+    from ..schedules import generate
+    from .plan import plan
+
+    rank, p = comm.Get_rank(), comm.Get_size()
+    if where == "start" and rank == fail_rank:
+        raise SpecError(f"--fail-rank={rank}: failing on purpose to show the job aborts")
+
+    def op(left, right):
+        if rank == fail_rank:
+            raise ValueError("the reduction operator failed on purpose (--fail-in op)")
+        return left + right
+
+    pl = plan(generate("allreduce", "ring", p, count=4), np.ones(4), op=op, comm=comm)   # every rank reduces
+    pl.run()
+    comm.Barrier()
+    return 0
 
 
 if __name__ == "__main__":

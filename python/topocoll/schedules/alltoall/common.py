@@ -161,9 +161,19 @@ def choose_linear_dimension(sizes: Sequence[int]) -> int:
 def _make(name: str, p: int, count: int, itemsize: int, params: dict, pattern, *,
           nblocks: int | None = None) -> Schedule:
     """The schedule of one all-to-all generator: ``nblocks`` (default ``p``)
-    equal blocks, every view derived from ``pattern``."""
-    return Schedule("alltoall", name, p, count, itemsize, block_bounds(count, p if nblocks is None else nblocks),
-                    params, OperatorNeeds(), pattern)
+    blocks, every view derived from ``pattern``. With ``S = nblocks / p``
+    packets per destination, each destination's ``count / p`` elements are
+    split into ``S`` near-equal packets (MPI style: the first ones one element
+    longer), so packet boundaries never straddle two destinations."""
+    nblocks = p if nblocks is None else nblocks
+    packets = nblocks // p
+    if packets == 1:
+        bounds = block_bounds(count, p)
+    else:
+        per_destination = count // p
+        inner = block_bounds(per_destination, packets)[:-1]
+        bounds = np.concatenate([d * per_destination + inner for d in range(p)] + [[count]]).astype(np.int64)
+    return Schedule("alltoall", name, p, count, itemsize, bounds, params, OperatorNeeds(), pattern)
 
 
 def _stage_input(b: RankBuilder, rank: int, p: int) -> None:

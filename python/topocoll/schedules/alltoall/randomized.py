@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SpecError
 from ..common import check_p
 from ..ir import RankBuilder, Schedule
 from ..pattern import RankwisePattern
@@ -181,7 +180,8 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     seed : int
         Seed of the permutations (shown in the schedule's params and label).
     packets : int
-        Packets per destination (``count`` must be a multiple of ``p·packets``).
+        Packets per destination; a destination's ``count / p`` elements are
+        split into near-equal packets (some empty when ``count / p < packets``).
     burst : int, optional
         Packets per visit of a destination (default: all of them).
     count : int, optional
@@ -219,9 +219,6 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     packets = _int_param(where, "packets", packets, minimum=1)
     burst = packets if burst is None else _int_param(where, "burst", burst, minimum=1)
     count, itemsize, _ = check_sizes(where, p, p * packets if count is None else count, itemsize)
-    if count % (p * packets):
-        raise SpecError(f"{where}: count={count} is not a multiple of p·packets={p * packets}, "
-                        "expected equal packets")
     pattern = RankwisePattern(p, _randomized_rank_ops(p, permutation_keys(p, seed), packets, burst))
     return _make("randomized", p, count, itemsize, {"seed": seed, "packets": packets, "burst": burst}, pattern,
                  nblocks=p * packets)

@@ -1,0 +1,212 @@
+"""One rank's part of a schedule, compiled once into flat arrays (no MPI).
+
+:func:`compile_rank` turns ``schedule.ops_for(rank)`` into what a plan binds
+to buffers and requests (:mod:`.plan`): per operation its kind, round, tag,
+peer, the rows it touches in two memory spaces, and the dependencies as
+dependents lists. Nothing here depends on the element type or on a
+communicator, so the compile can be measured alone (``P = 65,536``, one rank:
+BENCHMARKS.md, "MPI executor").
+
+Memory. Space ``DATA`` is the caller's ``recvbuf`` (the schedule's ``data``
+buffer, rows = elements along axis 0). Space ``ARENA`` holds everything else,
+allocated once per plan:
+
+- scratch buffers (``tmp``, ``recv3`` ...) keep only the blocks a schedule
+  touches (direct send names P - 1 one-block buffers: full-length copies would
+  be P images);
+- every receive into a scratch buffer gets *fresh* rows (a new version of
+  those blocks, as register renaming does): no later write can hit rows a
+  posted receive owns, so every receive is posted when the run starts
+  (MPI then matches into posted buffers, no unexpected-message copies), in
+  operation order, which keeps MPI's non-overtaking matching equal to the
+  verifier's (source, tag, posting order);
+- a receive into ``data`` with no dependencies lands in place; one with
+  dependencies lands in staging rows and is copied when they complete;
+- a send whose blocks are adjacent rows goes from them directly; otherwise
+  it is packed into staging rows first (a derived datatype would avoid the
+  copy; MPICH packs such datatypes the same way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SpecError
+from ..schedules.collectives import input_blocks
+from ..schedules.ir import LEFT, Schedule
+
+SEND, RECV, REDUCE, COPY = 0, 1, 2, 3
+DATA, ARENA = 0, 1
+
+Piece = tuple[int, int, int]   # (space, first row, end row)
+
+
+def _merge(pieces: list[Piece]) -> list[Piece]:
+    """Adjacent pieces of one space joined: fewer copies, fewer kernel calls."""
+    out: list[Piece] = []
+    for space, lo, hi in pieces:
+        if out and out[-1][0] == space and out[-1][2] == lo:
+            out[-1] = (space, out[-1][1], hi)
+        elif hi > lo or not out:
+            out.append((space, lo, hi))
+    return out
+
+
+@dataclass
+class RankProgram:
+    """One rank's compiled operations (see the module docstring)."""
+
+    rank: int
+    p: int
+    count: int
+    label: str
+    kind: list[int] = field(default_factory=list)
+    round: list[int] = field(default_factory=list)
+    peer: list[int] = field(default_factory=list)
+    tag: list[int] = field(default_factory=list)
+    deps: list[tuple[int, ...]] = field(default_factory=list)
+    # SEND: (pieces to pack or None, the piece sent); RECV: (the piece received
+    # into, pieces to unpack into or None); REDUCE: [(dst, src)] piece pairs
+    # and side; COPY: (src pieces, dst pieces)
+    layout: list = field(default_factory=list)
+    side: list = field(default_factory=list)
+    arena_rows: int = 0
+    input_rows: list[tuple[int, int]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def max_tag(self) -> int:
+        return max(self.tag, default=0)
+
+    def dependents(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.kind]
+        for i, deps in enumerate(self.deps):
+            for d in deps:
+                out[d].append(i)
+        return out
+
+
+class _Memory:
+    """Rows of each (buffer, block): ``data`` in place, scratch in the arena."""
+
+    def __init__(self, bounds: np.ndarray):
+        self.bounds = bounds
+        self.rows = 0
+        self.where: dict[tuple[str, int], Piece] = {}
+
+    def take(self, n: int) -> int:
+        lo = self.rows
+        self.rows += n
+        return lo
+
+    def size(self, block: int) -> int:
+        return int(self.bounds[block + 1] - self.bounds[block])
+
+    def piece(self, buf: str, block: int) -> Piece:
+        if buf == "data":
+            return (DATA, int(self.bounds[block]), int(self.bounds[block + 1]))
+        key = (buf, block)
+        if key not in self.where:   # first touch of a scratch block
+            n = self.size(block)
+            lo = self.take(n)
+            self.where[key] = (ARENA, lo, lo + n)
+        return self.where[key]
+
+    def fresh(self, buf: str, blocks) -> list[Piece]:
+        """New rows for ``blocks`` of a scratch buffer, adjacent in block order."""
+        out = []
+        for b in blocks:
+            n = self.size(b)
+            lo = self.take(n)
+            self.where[(buf, b)] = (ARENA, lo, lo + n)
+            out.append((ARENA, lo, lo + n))
+        return out
+
+
+def compile_rank(schedule: Schedule, rank: int) -> RankProgram:
+    """Compile ``rank``'s operations of ``schedule`` (no MPI, no buffers)."""
+    if not 0 <= rank < schedule.p:
+        raise SpecError(f"compile_rank: rank={rank}, expected a rank in 0..{schedule.p - 1}")
+    ops = schedule.ops_for(rank)
+    mem = _Memory(schedule.bounds)
+    prog = RankProgram(rank, schedule.p, schedule.count, schedule.label())
+    for op in ops:
+        kind = op.kind
+        if kind == "send":
+            src = _merge([mem.piece(op.buf, b) for b in op.blocks])
+            if len(src) == 1:
+                layout = (None, src[0])
+            else:
+                n = sum(hi - lo for _, lo, hi in src)
+                lo = mem.take(n)
+                layout = (src, (ARENA, lo, lo + n))
+            prog.kind.append(SEND)
+            prog.peer.append(op.peer)
+            prog.tag.append(op.tag)
+        elif kind == "recv":
+            n = sum(mem.size(b) for b in op.into)
+            if op.buf != "data":
+                target = _merge(mem.fresh(op.buf, op.into))
+                layout = (target[0], None) if len(target) == 1 else None
+                if layout is None:   # fresh rows are adjacent: cannot happen, but stay correct
+                    lo = mem.take(n)
+                    layout = ((ARENA, lo, lo + n), target)
+            else:
+                target = _merge([mem.piece("data", b) for b in op.into])
+                if len(target) == 1 and not op.deps:
+                    layout = (target[0], None)
+                else:
+                    lo = mem.take(n)
+                    layout = ((ARENA, lo, lo + n), target)
+            prog.kind.append(RECV)
+            prog.peer.append(op.peer)
+            prog.tag.append(op.tag)
+        elif kind == "reduce":
+            pairs = _reduce_pairs([mem.piece(op.dst, b) for b in op.blocks],
+                                  [mem.piece(op.src, b) for b in op.blocks])
+            layout = pairs
+            prog.kind.append(REDUCE)
+            prog.peer.append(-1)
+            prog.tag.append(-1)
+        else:
+            src = [mem.piece(op.src, b) for b in op.src_blocks]
+            dst = [mem.piece(op.dst, b) for b in op.blocks]
+            layout = (src, dst)
+            prog.kind.append(COPY)
+            prog.peer.append(-1)
+            prog.tag.append(-1)
+        prog.layout.append(layout)
+        prog.side.append(getattr(op, "side", None) == LEFT)
+        prog.round.append(op.round)
+        prog.deps.append(tuple(op.deps))
+    prog.arena_rows = mem.rows
+    prog.input_rows = _merge_rows([(int(schedule.bounds[b]), int(schedule.bounds[b + 1]))
+                                   for b in input_blocks(schedule, rank)])
+    return prog
+
+
+def _reduce_pairs(dst: list[Piece], src: list[Piece]) -> list[tuple[Piece, Piece]]:
+    """Per block (dst, src) pairs, runs of blocks adjacent on both sides joined."""
+    out: list[tuple[Piece, Piece]] = []
+    for d, s in zip(dst, src):
+        if out:
+            (pd, plo, phi), (ps, qlo, qhi) = out[-1]
+            if pd == d[0] and phi == d[1] and ps == s[0] and qhi == s[1]:
+                out[-1] = ((pd, plo, d[2]), (ps, qlo, s[2]))
+                continue
+        out.append((d, s))
+    return out
+
+
+def _merge_rows(rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(rows):
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        elif hi > lo:
+            out.append((lo, hi))
+    return out

@@ -1,0 +1,100 @@
+"""Two-sided transport of a plan: one persistent request per message.
+
+Every receive is a ``Recv_init`` on its rows (in place or staging), every
+send a ``Send_init`` on its rows (in place or packed staging); a run posts all
+receives with one ``Startall`` in operation order and completes everything
+with ``Waitsome`` over one request array (inactive persistent requests are
+ignored by MPI, so the array never changes during a run).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compile import RECV, SEND
+
+
+def as_bytes(array: np.ndarray):
+    """A byte view of contiguous rows for mpi4py (structured dtypes included)."""
+    from mpi4py import MPI
+
+    return [array.reshape(-1).view(np.uint8), MPI.BYTE]
+
+
+class PointToPoint:
+    def __init__(self, plan, view):
+        from mpi4py import MPI
+
+        self.MPI = MPI
+        program, comm = plan.program, plan.comm
+        self.requests = []
+        self.op_of: list[int] = []
+        self.request_of: dict[int, int] = {}
+        self.pack: dict[int, list] = {}
+        self.unpacks: dict[int, list] = {}
+        recvs = []
+        for i, kind in enumerate(program.kind):
+            if kind == SEND:
+                pack, sent = program.layout[i]
+                buf = view(sent)
+                if pack is not None:
+                    self.pack[i] = [(view(piece), buf[a:b]) for piece, (a, b) in zip(pack, _offsets(pack))]
+                req = comm.Send_init(as_bytes(buf), dest=program.peer[i], tag=program.tag[i])
+            elif kind == RECV:
+                into, unpack = program.layout[i]
+                buf = view(into)
+                if unpack is not None:
+                    self.unpacks[i] = [(buf[a:b], view(piece)) for piece, (a, b) in zip(unpack, _offsets(unpack))]
+                req = comm.Recv_init(as_bytes(buf), source=program.peer[i], tag=program.tag[i])
+                recvs.append(req)
+            else:
+                continue
+            self.request_of[i] = len(self.requests)
+            self.requests.append(req)
+            self.op_of.append(i)
+        self.recvs = recvs
+        self.unpack_default = None
+
+    def begin(self) -> None:
+        if self.recvs:
+            self.MPI.Prequest.Startall(self.recvs)
+
+    def start_send(self, i: int) -> None:
+        for src, dst in self.pack.get(i, ()):
+            dst[...] = src
+        self.requests[self.request_of[i]].Start()
+
+    def unpack(self, i: int) -> None:
+        for src, dst in self.unpacks.get(i, ()):
+            dst[...] = src
+
+    def wait_some(self):
+        done = self.MPI.Request.Waitsome(self.requests)
+        if done is None:
+            return None
+        op_of = self.op_of
+        return [op_of[k] for k in done]
+
+    def test_some(self):
+        done = self.MPI.Request.Testsome(self.requests)
+        if not done:
+            return []
+        op_of = self.op_of
+        return [op_of[k] for k in done]
+
+    def end(self) -> None:
+        pass
+
+    def free(self) -> None:
+        for req in self.requests:
+            req.Free()
+        self.requests = []
+
+
+def _offsets(pieces):
+    """Row offsets of pieces laid end to end."""
+    out, at = [], 0
+    for _, lo, hi in pieces:
+        out.append((at, at + hi - lo))
+        at += hi - lo
+    return out
