@@ -8,6 +8,7 @@ receive that would never complete).
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -26,4 +27,4 @@ def run_or_abort(main, *args, **kwargs) -> int:
         traceback.print_exc()
         print(f"topocoll: rank {rank}: error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
     MPI.COMM_WORLD.Abort(1)
-    return 1
+    os._exit(1)   # MPICH's MPI_Abort may return before the launcher ends this process

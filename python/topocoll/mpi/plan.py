@@ -31,6 +31,7 @@ other ranks may wait for messages that will never come.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from typing import Callable
 
@@ -56,6 +57,7 @@ def abort(comm, message: str) -> None:
     rank = MPI.COMM_WORLD.Get_rank()
     print(f"topocoll: rank {rank}: error: {message}", file=sys.stderr, flush=True)
     MPI.COMM_WORLD.Abort(1)
+    os._exit(1)   # MPICH's MPI_Abort may return to the caller before the launcher kills it
 
 
 def _signature(schedule: Schedule, buf: np.ndarray, operator: Operator, transport: str) -> tuple:

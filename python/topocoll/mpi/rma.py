@@ -19,10 +19,12 @@ not consumed yet (what ``gaspi_barrier`` between iterations does).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .compile import RECV, SEND
-from .transport import _offsets, as_bytes
+from .transport import POLITE_SLEEP, _offsets, as_bytes, oversubscribed
 
 
 class OneSided:
@@ -92,6 +94,7 @@ class OneSided:
             self.sends[i] = (program.peer[i], payload, offset, flag)
         self.note = np.zeros(1, dtype=np.int64)
         self.completed: list[int] = []
+        self.polite = oversubscribed()
         self.win.Lock_all(MPI.MODE_NOCHECK)
 
     def begin(self) -> None:
@@ -137,6 +140,8 @@ class OneSided:
             if not len(self.pending):
                 return None
             self.comm.Iprobe()   # let the library progress active-message RMA
+            if self.polite:
+                time.sleep(POLITE_SLEEP)
 
     def test_some(self):
         return self._poll()

@@ -9,9 +9,37 @@ ignored by MPI, so the array never changes during a run).
 
 from __future__ import annotations
 
+import os
+import time
+from functools import lru_cache
+
 import numpy as np
 
 from .compile import RECV, SEND
+
+#: seconds a rank sleeps between polls when ranks outnumber cores
+POLITE_SLEEP = 20e-6
+
+
+@lru_cache(maxsize=1)
+def oversubscribed() -> bool:
+    """More ranks on this node than cores this process may run on.
+
+    Read from the launcher's environment, without communication (a plan may
+    live on any sub-communicator): Hydra's ``MPI_LOCALNRANKS``, Open MPI's
+    ``OMPI_COMM_WORLD_LOCAL_SIZE``, else the size of ``COMM_WORLD`` (one
+    node). ``TOPOCOLL_POLL=spin|sleep`` overrides."""
+    forced = os.environ.get("TOPOCOLL_POLL")
+    if forced in ("spin", "sleep"):
+        return forced == "sleep"
+    local = os.environ.get("MPI_LOCALNRANKS") or os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+    if local and local.isdigit():
+        ranks = int(local)
+    else:
+        from mpi4py import MPI
+
+        ranks = MPI.COMM_WORLD.Get_size()
+    return ranks > len(os.sched_getaffinity(0))
 
 
 def as_bytes(array: np.ndarray):
@@ -69,11 +97,26 @@ class PointToPoint:
             dst[...] = src
 
     def wait_some(self):
+        if oversubscribed():
+            return self._poll_politely()
         done = self.MPI.Request.Waitsome(self.requests)
         if done is None:
             return None
         op_of = self.op_of
         return [op_of[k] for k in done]
+
+    def _poll_politely(self):
+        """``Testsome`` with a short sleep between polls: with more ranks than
+        cores, a rank spinning in ``Waitsome`` holds the core the rank it
+        waits for needs (10 ms per wait here at 8 ranks on 2 cores)."""
+        testsome, requests, op_of = self.MPI.Request.Testsome, self.requests, self.op_of
+        while True:
+            done = testsome(requests)
+            if done is None:
+                return None
+            if done:
+                return [op_of[k] for k in done]
+            time.sleep(POLITE_SLEEP)
 
     def test_some(self):
         done = self.MPI.Request.Testsome(self.requests)
