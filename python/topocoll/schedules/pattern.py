@@ -31,8 +31,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ScheduleError
-from .dataflow import RankBuilder
-from .ops import LEFT, RIGHT, Op
+from .dataflow import RankBuilder, _blocks
+from .ops import LEFT, RIGHT, Copy, Op, Recv, Reduce, Send
 from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs,
                       chunks_from_ops, run_bytes)
 
@@ -192,8 +192,39 @@ class CirculantPattern:
         return tuple(names)
 
     def ops_for(self, rank: int) -> list[Op]:
+        """Rank 0's operations built once (data flow included), then moved by
+        the action of ``rank``: the dependencies are the same on every rank
+        (the action is a bijection on ranks and on blocks), so no rank but 0
+        pays for data flow (the ring at P = 65,536: 0.4 s instead of 4.4 s)."""
         if self._ops is not None:
             return self._ops[rank]
+        if self._rank0 is None:
+            self._rank0 = self._built(0)
+        return self._rank0 if rank == 0 else self._moved(rank)
+
+    def _moved(self, rank: int) -> list[Op]:
+        blk, out = self._block, []
+        fixed = self.t.block_shift == 0
+        for step, op in zip(self.t.steps, self._rank0):
+            kind = step[0]
+            if kind == "send":
+                blocks = op.blocks if fixed else _blocks([blk(x, rank) for x in step[4]])
+                out.append(Send(self._peer(rank, step[2]), op.buf, blocks, op.tag, op.round, op.deps))
+            elif kind == "recv":
+                sender = self._from(rank, step[2])
+                blocks = op.blocks if fixed else _blocks([blk(x, sender) for x in step[4]])
+                into = op.into if fixed else _blocks([blk(x, rank) for x in step[5]])
+                out.append(Recv(sender, op.buf, blocks, into, op.tag, op.round, op.deps))
+            elif kind == "reduce":
+                blocks = op.blocks if fixed else _blocks([blk(x, rank) for x in step[4]])
+                out.append(Reduce(op.dst, op.src, blocks, self._side(step[5], rank), op.round, op.deps))
+            else:
+                blocks = op.blocks if fixed else _blocks([blk(x, rank) for x in step[4]])
+                src_blocks = op.src_blocks if fixed else _blocks([blk(x, rank) for x in step[5]])
+                out.append(Copy(op.dst, op.src, blocks, src_blocks, op.round, op.deps))
+        return out
+
+    def _built(self, rank: int) -> list[Op]:
         b = RankBuilder()
         blk = self._block
         for step in self.t.steps:
