@@ -45,7 +45,7 @@ def test_suite_matches_serial_reference_and_the_library(n):
     assert all(f"seed={seed}" in line for line in lines)
     text = proc.stdout
     # the suite really covered what it claims (a silently skipped part would pass otherwise)
-    for part in ("transport=rma", "runs=100", "op=affine (non-commutative)", "== MPI_Allreduce",
+    for part in ("transport=rma", "progress=dataflow", "runs=100", "op=affine (non-commutative)", "== MPI_Allreduce",
                  "== MPI_Alltoall", "== MPI_Reduce_scatter_block", "== MPI_Bcast", "iallreduce(",
                  "api composite(", "alltoall/randomized", "reduce_scatter/radix_k"):
         assert part in text, part

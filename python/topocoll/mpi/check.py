@@ -2,7 +2,7 @@
 
     mpiexec -n 4 python -m topocoll.mpi.check [--collective C] [--algorithm A]
         [--param n=2 ...] [--count N] [--op sum|max|affine|...] [--seed S]
-        [--transport p2p|rma] [--runs N] [--suite] [--fail-rank R [--fail-in start|op]]
+        [--transport p2p|rma] [--progress auto|dataflow|script] [--runs N] [--suite] [--fail-rank R [--fail-in start|op]]
         [--disagree FIELD]
 
 Every rank derives every rank's input from the seed, runs its part through a
@@ -47,6 +47,7 @@ def _parse(argv):
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--transport", default="p2p", choices=["p2p", "rma"])
     parser.add_argument("--runs", type=positive_int, default=1)
+    parser.add_argument("--progress", default="auto", choices=["auto", "dataflow", "script"])
     parser.add_argument("--suite", action="store_true")
     parser.add_argument("--fail-rank", type=int, default=None)
     parser.add_argument("--fail-in", default="start", choices=["start", "op"])
@@ -81,7 +82,8 @@ def _inputs(op: str, p: int, count: int, seed: int):
     return integer_inputs(p, count, seed), op
 
 
-def check_schedule(report: Report, sched, op: str, *, seed: int, runs: int = 1, transport: str = "p2p") -> None:
+def check_schedule(report: Report, sched, op: str, *, seed: int, runs: int = 1, transport: str = "p2p",
+                   progress: str = "auto") -> None:
     """Run ``sched`` through one plan ``runs`` times with new data each run."""
     from ..verify import serial_reference
     from .plan import plan
@@ -91,7 +93,7 @@ def check_schedule(report: Report, sched, op: str, *, seed: int, runs: int = 1, 
     inputs, func = _inputs(op, p, sched.count, seed)
     x = np.array(inputs[rank], copy=True)
     y = np.zeros_like(x)
-    pl = plan(sched, x, y, op=func, comm=comm, transport=transport)
+    pl = plan(sched, x, y, op=func, comm=comm, transport=transport, progress=progress)
     bad = []
     for run in range(runs):
         if run:
@@ -102,7 +104,8 @@ def check_schedule(report: Report, sched, op: str, *, seed: int, runs: int = 1, 
         bad += [(run, b) for b, v in want.items() if not np.array_equal(y[sched.bounds[b]:sched.bounds[b + 1]], v)]
     pl.free()
     shown = op if op != "affine" else "affine (non-commutative)"
-    report.case(f"{sched.label()} op={shown} count={sched.count} transport={transport} runs={runs}", bad[:3])
+    how = f"transport={transport}" + (f" progress={progress}" if progress != "auto" else "")
+    report.case(f"{sched.label()} op={shown} count={sched.count} {how} runs={runs}", bad[:3])
 
 
 def _cases(collective: str, p: int, params: dict, op: str):
@@ -125,14 +128,14 @@ def _count(collective: str, count: int, p: int) -> int:
     return count * p if collective == "alltoall" else count
 
 
-def run_cases(report, collective, algorithm, params, op, count, seed, runs, transport) -> None:
+def run_cases(report, collective, algorithm, params, op, count, seed, runs, transport, progress="auto") -> None:
     from ..schedules import generate
 
     p = report.comm.Get_size()
     cases = [(algorithm, params)] if algorithm else list(_cases(collective, p, params, op))
     for name, case_params in cases:
         sched = generate(collective, name, p, count=_count(collective, count, p), **case_params)
-        check_schedule(report, sched, op, seed=seed, runs=runs, transport=transport)
+        check_schedule(report, sched, op, seed=seed, runs=runs, transport=transport, progress=progress)
 
 
 SUITE_OPS = {"allreduce": ["sum", "affine", "max"], "reduce": ["affine"], "bcast": ["sum"], "barrier": ["max"],
@@ -154,6 +157,9 @@ def suite(report: Report, seed: int) -> None:
             run_cases(report, collective, None, {}, "sum", count, seed, 1, "p2p")
         run_cases(report, collective, None, {}, "sum", 11, seed, 2, "rma")
     run_cases(report, "allreduce", None, {}, "affine", 13, seed, 1, "rma")
+    for collective, op in (("allreduce", "affine"), ("reduce_scatter", "affine"), ("alltoall", "sum"),
+                           ("allgather", "sum")):   # the dataflow engine on small messages too
+        run_cases(report, collective, None, {}, op, 2 * p + 1, seed, 2, "p2p", "dataflow")
     sched = generate("allreduce", "ring" if p > 1 else "binomial", p, count=5 * p + 3)
     check_schedule(report, sched, "sum", seed=seed, runs=100)
     check_api(report, seed)
@@ -208,7 +214,7 @@ def main(argv=None) -> int:
         suite(report, args.seed)
     else:
         run_cases(report, args.collective, args.algorithm, params, args.op, args.count, args.seed, args.runs,
-                  args.transport)
+                  args.transport, args.progress)
     failures = comm.bcast(report.failures, root=0)
     return 1 if failures else 0
 

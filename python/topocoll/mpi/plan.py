@@ -112,7 +112,7 @@ class Plan:
     """A compiled, bound collective; see the module docstring. Build with :func:`plan`."""
 
     def __init__(self, schedule: Schedule, program: RankProgram, comm, sendbuf, recvbuf,
-                 operator: Operator, transport: str):
+                 operator: Operator, transport: str, progress: str = "auto"):
         MPI = _mpi()
         self.schedule, self.program, self.comm = schedule, program, comm
         self.sendbuf, self.recvbuf = sendbuf, recvbuf
@@ -148,6 +148,8 @@ class Plan:
         for r in program.round:
             self._per_round[r] = self._per_round.get(r, 0) + 1
         self._round_order = sorted(self._per_round)
+        self._script = _script(self, program) if transport == "p2p" and _scripted(program, recvbuf, progress) \
+            else None
         self._inputs = [(sendbuf[lo:hi], recvbuf[lo:hi]) for lo, hi in program.input_rows] \
             if sendbuf is not recvbuf else []
         self._MPI = MPI
@@ -156,10 +158,34 @@ class Plan:
     def start(self) -> None:
         """Begin one run: copy the input blocks in, post every receive, start
         what is ready."""
-        self._begin(split=False)
+        if self._script is not None:
+            self._begin_script()
+        else:
+            self._begin(split=False)
+
+    def _begin_script(self) -> None:
+        if self._running or self.comm is None:
+            self._begin(split=False)   # reports the misuse
+        self._running = "script"
+        try:
+            for src, dst in self._inputs:
+                dst[...] = src
+            self._transport.begin()
+        except Exception as exc:   # noqa: BLE001
+            with self._failing_aborts():
+                raise exc
 
     def wait(self) -> np.ndarray:
         """Complete the run; return ``recvbuf``."""
+        if self._running == "script":
+            try:
+                for step in self._script:
+                    step()
+            except Exception as exc:   # noqa: BLE001
+                with self._failing_aborts():
+                    raise exc
+            self._running = False
+            return self.recvbuf
         with self._failing_aborts():
             n = len(self._kind)
             self._gate = None   # a split-phase run finished by wait(): no more round gate
@@ -175,7 +201,7 @@ class Plan:
 
     def run(self) -> np.ndarray:
         """``start()`` then ``wait()``."""
-        self._begin(split=False)
+        self.start()
         return self.wait()
 
     def start_split(self) -> None:
@@ -323,6 +349,119 @@ class _AbortOnError:
         return False
 
 
+#: largest message (bytes) of a plan that runs as a fixed script by default
+SCRIPT_BYTES = 16384
+PROGRESS = ("auto", "dataflow", "script")
+
+
+def _scripted(program: RankProgram, recvbuf: np.ndarray, progress: str) -> bool:
+    if progress != "auto":
+        return progress == "script"
+    row = recvbuf.itemsize * int(np.prod(recvbuf.shape[1:], dtype=np.int64))
+    largest = 0
+    for k, layout in zip(program.kind, program.layout):
+        if k == SEND:
+            _, (_, lo, hi) = layout
+            largest = max(largest, (hi - lo) * row)
+    return largest <= SCRIPT_BYTES
+
+
+def _script(plan: "Plan", program: RankProgram) -> list[Callable]:
+    """The run as a fixed list of calls, for latency-bound plans.
+
+    Python's cost per completion dominates small messages (the dataflow
+    engine's bookkeeping is several µs per run at P = 2), so a plan whose
+    messages are small replays an order fixed at compile time: the dataflow
+    engine run once with every transfer completing in a chosen order. Ready
+    sends and local work go first; when only waiting is left, it waits for
+    the pending transfer of the lowest (round, index): messages of a round
+    depend only on earlier rounds, so this order cannot deadlock where the
+    engine would not. Nothing is left to decide at run time.
+    """
+    transport = plan._transport
+    n = len(program)
+    deps = program.deps
+    dependents = program.dependents()
+    kind, rounds = program.kind, program.round
+    waiting = [len(d) for d in deps]
+    ready = [i for i in range(n) if waiting[i] == 0]
+    arrived_needed = {i for i in range(n) if kind[i] == RECV}
+    chan_prev = _send_channels(program)[1]
+    started: set[int] = set()
+    in_flight: list[int] = []       # started sends and posted receives not yet waited
+    steps: list[Callable] = []
+    done = 0
+    requests = transport.requests
+
+    def finish(i):
+        nonlocal done
+        done += 1
+        for j in dependents[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.append(j)
+
+    posted = sorted(i for i in range(n) if kind[i] == RECV)
+    in_flight.extend(posted)
+    deps_done: set[int] = set()
+    while done < n:
+        progressed = True
+        while progressed:
+            progressed = False
+            for i in sorted(ready):
+                k = kind[i]
+                if k == SEND:
+                    if chan_prev[i] is not None and chan_prev[i] not in started:
+                        continue
+                    ready.remove(i)
+                    for src, dst in transport.pack.get(i, ()):
+                        steps.append(_assign(dst, src))
+                    steps.append(requests[transport.request_of[i]].Start)
+                    started.add(i)
+                    in_flight.append(i)
+                    progressed = True
+                elif k == RECV:
+                    ready.remove(i)
+                    deps_done.add(i)   # deps done; completes when waited
+                    progressed = True
+                else:
+                    ready.remove(i)
+                    steps.append(plan._action[i])
+                    finish(i)
+                    progressed = True
+            # a receive whose message was waited and whose deps are done completes
+            for i in [i for i in deps_done if i not in in_flight and i in arrived_needed]:
+                deps_done.discard(i)
+                arrived_needed.discard(i)
+                for src, dst in transport.unpacks.get(i, ()):
+                    steps.append(_assign(dst, src))
+                finish(i)
+                progressed = True
+        if done == n:
+            break
+        if not in_flight:
+            raise RuntimeError(f"{program.label}: rank {program.rank}: no order completes the schedule")
+        i = min(in_flight, key=lambda j: (rounds[j], j))
+        in_flight.remove(i)
+        steps.append(requests[transport.request_of[i]].Wait)
+        if kind[i] == SEND:
+            finish(i)
+    leftover = [requests[transport.request_of[i]] for i in in_flight]
+    if leftover:
+        steps.append(lambda: _waitall(leftover))
+    return steps
+
+
+def _assign(dst: np.ndarray, src: np.ndarray) -> Callable:
+    return lambda: np.copyto(dst, src)
+
+
+def _waitall(requests) -> None:
+    from mpi4py import MPI
+
+    MPI.Request.Waitall(requests)
+
+
 def _send_channels(program: RankProgram):
     """For each send: the previous and the next send of its (peer, tag) channel."""
     n = len(program)
@@ -361,7 +500,8 @@ def _make_transport(name: str, plan: Plan, view):
     return OneSided(plan, view)
 
 
-def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, transport: str = "p2p") -> Plan:
+def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, transport: str = "p2p",
+         progress: str = "auto") -> Plan:
     """Compile this rank's part of ``schedule`` and bind it to the buffers.
 
     Collective over ``comm`` (default ``MPI.COMM_WORLD``).
@@ -383,6 +523,12 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
     transport : {"p2p", "rma"}
         Two-sided persistent requests, or MPI-3 one-sided puts followed by a
         notification the target polls (:mod:`.rma`).
+    progress : {"auto", "dataflow", "script"}
+        ``dataflow``: each operation runs as soon as its dependencies are
+        done (``Waitsome``); ``script``: a completion order fixed at compile
+        time (least Python per run); ``auto``: script when every message is
+        at most :data:`SCRIPT_BYTES`, else dataflow. Split phase and the
+        one-sided transport always run dataflow.
 
     Examples
     --------
@@ -401,6 +547,8 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
         operator = as_operator(op)
         if transport not in TRANSPORTS:
             raise SpecError(f"transport={transport!r}, expected one of {', '.join(TRANSPORTS)}")
+        if progress not in PROGRESS:
+            raise SpecError(f"progress={progress!r}, expected one of {', '.join(PROGRESS)}")
         if schedule.p != comm.Get_size():
             raise SpecError(f"schedule is for p={schedule.p} ranks, the communicator has {comm.Get_size()}")
         sendbuf, recvbuf, problem = _check_buffers(schedule, sendbuf, recvbuf)
@@ -417,7 +565,7 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
     name = operator.name if operator is not None else repr(op)
     signature = _signature(schedule, dummy, operator or _Named(name), transport)
     agree(comm, signature, problem, where="plan")
-    return Plan(schedule, program, comm.Dup(), sendbuf, recvbuf, operator, transport)
+    return Plan(schedule, program, comm.Dup(), sendbuf, recvbuf, operator, transport, progress)
 
 
 class _Named:
