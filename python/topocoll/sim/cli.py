@@ -20,7 +20,8 @@ def _table(rows) -> str:
     from ..cli import _table as table   # the CLI's one table format; topocoll.cli is loaded first
     return table(rows)
 
-__all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options"]
+__all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
+           "profile_of"]
 
 
 def _int_list(text: str) -> list[int]:
@@ -50,10 +51,57 @@ def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
     raise SpecError(f"--os-noise {text!r}, expected periodic:PERIOD,LENGTH, random:GAP,LENGTH or trace:FILE")
 
 
+#: engine flags a machine profile (``--profile``) can set: argparse dest, EngineOptions field, built-in default
+_ENGINE_FLAGS = (("eager", "eager", 65536), ("o_recv", "o_recv", 0.0), ("gap", "g", 0.0),
+                 ("gap_per_byte", "G", 0.0), ("latency", "L", 0.0))
+#: Platform flags a profile can set, with their built-in defaults
+_PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
+
+
+def profile_of(args):
+    """The :class:`~topocoll.sim.profile.MachineProfile` of ``--profile``
+    (loaded once; a bad file is a one-line ParseError), or None."""
+    path = getattr(args, "profile", None)
+    if path is None:
+        return None
+    if getattr(args, "_loaded_profile", (None, None))[0] != path:
+        from .profile import load_profile
+        args._loaded_profile = (path, load_profile(path))
+    return args._loaded_profile[1]
+
+
 def engine_options(args) -> EngineOptions:
-    return EngineOptions(sync=args.sync, eager=args.eager, ports=args.ports, sharing=args.sharing,
-                         nic_bandwidth=args.nic_bandwidth or 0.0, o_recv=args.o_recv, g=args.gap,
-                         G=args.gap_per_byte, L=args.latency, window=args.window)
+    """The engine options of the command line: an explicit flag, else the
+    ``--profile``'s value (:meth:`MachineProfile.engine_options`), else the
+    built-in default."""
+    explicit = {field: getattr(args, dest) for dest, field, _ in _ENGINE_FLAGS if getattr(args, dest, None) is not None}
+    common = dict(sync=args.sync, ports=args.ports, sharing=args.sharing,
+                  nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window)
+    profile = profile_of(args)
+    if profile is not None:
+        return profile.engine_options(**common, **explicit)
+    defaults = {field: default for _, field, default in _ENGINE_FLAGS}
+    return EngineOptions(**common, **{**defaults, **explicit})
+
+
+def platform_values(args, *, model: str) -> dict:
+    """``alpha``, ``bandwidth`` and ``reduce_bandwidth`` for ``Platform``: an
+    explicit flag, else the ``--profile``'s value for ``model`` (α is the
+    sender overhead ``o`` for the event models, the fitted latency for the
+    α-β-γ and static models: :meth:`MachineProfile.platform`), else the
+    built-in default. Flags a parser lacks are left out."""
+    profile = profile_of(args)
+    from_profile = {}
+    if profile is not None:
+        plat = profile.platform(model=model)
+        from_profile = {"alpha": plat.alpha, "bandwidth": plat.bandwidth, "reduce_bandwidth": plat.reduce_bandwidth}
+    out = {}
+    for name, default in _PLATFORM_DEFAULTS.items():
+        if not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        out[name] = value if value is not None else from_profile.get(name, default)
+    return out
 
 
 def add_engine_arguments(p, *, default_model="loggops") -> None:
@@ -62,17 +110,24 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                    help="what holds an op back besides its data: deps (the executor's semantics, default), "
                         "rounds (blocking per-round exchanges, as MPI libraries run them), barrier "
                         "(synchronous rounds, the α-β-γ reading)")
-    p.add_argument("--eager", type=int, default=65536, help="largest eager message in bytes (default 65536)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="machine profile from `topocoll calibrate`: its α, bandwidth, reduction bandwidth and "
+                        "LogGP o_r, g, G, L, eager threshold become the defaults; flags given explicitly win")
+    p.add_argument("--eager", type=int, default=None,
+                   help="largest eager message in bytes (default 65536, or the profile's)")
     p.add_argument("--ports", type=positive_int, default=1, help="NIC ports per endpoint, loggops (default 1)")
     p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
                    help="bandwidth sharing of the flow model: maxmin (default) or cm02 (SimGrid's)")
     p.add_argument("--nic-bandwidth", type=finite_float(unit="B/s"), default=0.0,
                    help="injection/ejection limit per endpoint in B/s, flow model (default: none)")
-    p.add_argument("--o-recv", type=finite_float(unit="s"), default=0.0, help="receiver overhead o_r in s")
-    p.add_argument("--gap", type=finite_float(unit="s"), default=0.0, help="LogGOPS g in s")
-    p.add_argument("--gap-per-byte", type=finite_float(unit="s/B"), default=0.0, help="LogGOPS G in s/B")
-    p.add_argument("--latency", type=finite_float(unit="s"), default=0.0,
-                   help="LogGOPS L in s, on top of the links' latencies")
+    p.add_argument("--o-recv", type=finite_float(unit="s"), default=None,
+                   help="receiver overhead o_r in s (default 0, or the profile's)")
+    p.add_argument("--gap", type=finite_float(unit="s"), default=None,
+                   help="LogGOPS g in s (default 0, or the profile's)")
+    p.add_argument("--gap-per-byte", type=finite_float(unit="s/B"), default=None,
+                   help="LogGOPS G in s/B (default 0, or the profile's)")
+    p.add_argument("--latency", type=finite_float(unit="s"), default=None,
+                   help="LogGOPS L in s, on top of the links' latencies (default 0, or the profile's)")
     p.add_argument("--window", type=int, default=0,
                    help="throttling: at most this many messages of a rank in flight (default 0: no limit)")
 
@@ -107,12 +162,12 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
     p.add_argument("--order", default="routing", help="node order (default routing)")
     p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6,
-                   help="sender overhead o per message in s (default 1e-6)")
-    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=2e9,
-                   help="link bandwidth without --topology, B/s (default 2e9)")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=4e9,
-                   help="reduction throughput, B/s (default 4e9)")
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
+                   help="sender overhead o per message in s (default 1e-6, or the profile's o_s)")
+    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
+                   help="link bandwidth without --topology, B/s (default 2e9, or the profile's 1/G)")
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
+                   help="reduction throughput, B/s (default 4e9, or the profile's)")
     add_engine_arguments(p)
     p.add_argument("--noise", type=finite_float(unit=""), default=None, metavar="RATIO",
                    help="network noise: perturbation ratio in [0, 1) (background endpoints = RATIO/(1-RATIO) "
@@ -150,9 +205,10 @@ def _task(args, p: int, size: int) -> SimTask:
     noise = None
     if args.noise is not None:
         noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed)
+    plat = platform_values(args, model=args.model)
     return SimTask(args.collective, args.algorithm, p, size, parse_params(args.param), args.topology,
-                   args.routing, args.order, args.order_seed, args.model, args.alpha, args.bandwidth,
-                   args.reduce_bandwidth, engine_options(args), noise, parse_os_noise(args.os_noise, args.seed))
+                   args.routing, args.order, args.order_seed, args.model, plat["alpha"], plat["bandwidth"],
+                   plat["reduce_bandwidth"], engine_options(args), noise, parse_os_noise(args.os_noise, args.seed))
 
 
 def cmd_goal(args) -> int:
@@ -179,8 +235,7 @@ def _goal_run(args) -> int:
                         "--param")
     prog = read_goal(args.algorithm)
     platform = platform_for(prog.p, topology=args.topology, routing=args.routing, order=args.order,
-                            order_seed=args.order_seed, alpha=args.alpha, bandwidth=args.bandwidth,
-                            reduce_bandwidth=args.reduce_bandwidth)
+                            order_seed=args.order_seed, **platform_values(args, model=args.model))
     noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed) if args.noise is not None else None
     sim = simulate(prog, platform, model=args.model, options=engine_options(args), noise=noise,
                    os_noise=parse_os_noise(args.os_noise, args.seed), trace=bool(args.trace or args.matrix))
@@ -249,17 +304,24 @@ def cmd_simulate(args) -> int:
         clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise)
     outputs = _write_pictures(args, sim, sched)
     if args.json:
-        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(), "outputs": outputs}
+        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(), "outputs": outputs,
+               **({"profile": args.profile, "executor_call_s": profile_of(args).call_overhead()}
+                  if args.profile else {})}
         if clean is not None:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
         print(json.dumps(out, indent=1))
         return 0
     print(f"{sched.label()} on {platform.describe()}")
     print(f"{task.model} model, sync={task.options.sync}" +
+          (f", profile {args.profile}" if args.profile else "") +
           (f", network noise ratio {task.noise.ratio} (seed {task.noise.seed})" if task.noise else "") +
           (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))
     print(f"time {sim.time * 1e6:.3f} µs" + (f" (clean {clean.time * 1e6:.3f} µs, slowdown "
                                             f"{sim.time / clean.time:.4f})" if clean else ""))
+    profile = profile_of(args)
+    if profile is not None and profile.call_overhead():
+        print(f"plus {profile.call_overhead() * 1e6:.3f} µs per call of topocoll's plan executor "
+              "(the profile's executor_call; not in the time above)")
     done = sim.rank_done
     print(f"ranks finish between {done.min() * 1e6:.3f} and {done.max() * 1e6:.3f} µs "
           f"(first: rank {int(done.argmin())}, last: rank {int(done.argmax())})")

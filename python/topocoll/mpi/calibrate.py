@@ -1,0 +1,686 @@
+"""``topocoll calibrate``: measure this machine's cost parameters with MPI and
+write the machine profile the simulator loads (:mod:`topocoll.sim.profile`).
+
+    topocoll calibrate -o profile.json [--quick] [--reps N] [--seed S]
+    topocoll simulate allreduce ring -P 8 --size 1M --profile profile.json
+
+Run without ``mpiexec`` it relaunches itself as ``mpiexec -n 2 python -m
+topocoll.mpi.calibrate ...`` with the ``mpiexec`` next to the Python
+interpreter (the ``mpich`` wheel's); under ``mpiexec`` it needs exactly 2 ranks.
+
+What is measured (medians over repetitions — the quietest of three blocks of
+them, :func:`_median`; every timed loop is preceded by warm-up iterations; a
+quantity both ranks time takes the slower rank):
+
+- **α, β**: half round trips of a blocking ping-pong over a range of sizes,
+  fitted by least squares to ``t(m) = α + m·β`` (relative residuals, so the
+  8-byte and the 4-MiB points weigh alike; :func:`fit_alpha_beta`). The fit's
+  root-mean-square relative residual is reported: it says how far the one-line
+  α-β model is from this machine.
+- **eager threshold**: a break of the ping-pong curve, where a two-segment fit
+  with a jump up (the rendezvous handshake) explains the points much better
+  than one line (:func:`find_break`); None when no break is visible.
+- **streaming bandwidth**: a window of nonblocking sends of one large size,
+  completed by a zero-byte acknowledgement.
+- **LogGP** (Culler et al., "LogP: towards a realistic model of parallel
+  computation", PPoPP 1993; Alexandrov et al., "LogGP", SPAA 1995), after the
+  method of Netgauge (Hoefler, Lichei & Rehm, "Low-overhead LogGP parameter
+  assessment for modern interconnection networks", IPDPS 2007): with
+  ``PRTT(n, d, s)`` the time for ``n`` back-to-back sends of ``s`` bytes
+  (delay ``d`` between them) answered by one message of ``s`` bytes,
+  ``g + (s−1)·G = (PRTT(n, 0, s) − PRTT(1, 0, s)) / (n − 1)``, fitted over
+  ``s`` for ``g`` and ``G``. The overheads are timed directly (Netgauge
+  derives ``o_s`` from ``PRTT(n, d, s)`` with a delay ``d`` instead; here the
+  call's own cost, Python included, is what the executor pays): ``o_s`` (and
+  ``O``, per byte) is the time of an ``Isend`` call whose receive is already
+  posted, ``o_r`` the time of a receive whose message has arrived (the
+  receiver polls ``Iprobe`` until it has).
+  ``L = t_pingpong(8 B) − o_s − o_r`` (LogP's round trip of a small message
+  is ``2(o_s + L + o_r)``; ``PRTT(1, 0, 8)`` is that ping-pong).
+- **the executor** (topocoll's :func:`topocoll.mpi.plan` over mpi4py):
+  exchange rounds (both ranks send to each other at once, the Intel MPI
+  Benchmarks' "Exchange"/``Sendrecv`` pattern, :func:`exchange_schedule`)
+  of 8 B, 64 KiB and 1 MiB run as a schedule, 1 and 5 rounds per call:
+  ``executor_alpha``/``executor_beta`` per round and ``executor_call`` per
+  call. A ping-pong misses two things collectives pay for here: the
+  executor's Python per operation, and both directions sharing the memory
+  system (the engine's links are full duplex).
+- **γ**: ``np.add(src, dst, out=dst)`` on float64 (bytes of one operand per
+  second, the unit of the α-β-γ model's γ), the over kernel
+  :func:`topocoll.imaging.over` on float32 RGBA, and a plain copy, each
+  fitted as ``t(m) = c + m·γ`` over three sizes so the Python call cost ``c``
+  does not leak into the slope. Both ranks run them at once, as ranks do in a
+  collective.
+
+All of it is timed from Python through mpi4py, so the overheads include
+mpi4py's per-call cost: the profile describes what topocoll's executor sees,
+not the bare MPI library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform as host_platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import SpecError, TopocollError
+from ..sim.profile import MachineProfile, save_profile
+
+__all__ = ["Fit", "fit_alpha_beta", "find_break", "calibrate", "exchange_schedule", "measure_pingpong",
+           "measure_loggp", "measure_kernels", "measure_executor", "add_calibrate_parser", "main",
+           "SIZES", "QUICK_SIZES"]
+
+#: ping-pong sizes, bytes: 8 B to 4 MiB, about a factor 4 apart
+SIZES = (8, 64, 512, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20)
+#: --quick: enough points for a two-parameter fit
+QUICK_SIZES = (8, 4096, 65536, 1 << 20)
+#: sizes of the PRTT (g, G) and kernel (γ) fits, bytes
+GAP_SIZES = (8, 4096, 65536)
+EXECUTOR_SIZES = (8, 65536, 1 << 20)
+KERNEL_SIZES = (16384, 262144, 1 << 20)
+#: streaming: messages in flight and their size
+STREAM_WINDOW, STREAM_BYTES = 16, 1 << 20
+#: PRTT(n, ·, ·): back-to-back messages per measurement
+PRTT_N = 16
+#: how long the sender waits after the barrier before timing an Isend (the receive is posted by then), s
+SETTLE = 50e-6
+#: a two-segment fit must cut the squared residual by this factor to count as a break
+BREAK_GAIN = 4.0
+_CHILD_ENV = "TOPOCOLL_CALIBRATE_COMMAND"
+_LAUNCHER_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+
+
+# ---- fits (pure) -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fit:
+    """``t(m) = alpha + m·beta`` and its root-mean-square relative residual."""
+
+    alpha: float
+    beta: float
+    residual: float
+
+    def __call__(self, m):
+        return self.alpha + np.asarray(m, dtype=np.float64) * self.beta
+
+
+def fit_alpha_beta(sizes, times, *, relative: bool = True) -> Fit:
+    """Least-squares fit of ``t(m) = α + m·β``.
+
+    Parameters
+    ----------
+    sizes : sequence of float
+        Message sizes, bytes (at least two distinct).
+    times : sequence of float
+        Measured times, s, > 0 where ``relative``.
+    relative : bool
+        Minimise the relative residuals ``(α + mβ − t)/t`` (default): with
+        sizes over six decades an absolute fit would ignore the small ones,
+        which carry α.
+
+    Returns
+    -------
+    Fit
+        ``alpha`` and ``beta`` may come out negative on data no line
+        explains; callers clamp where the model needs ``≥ 0``.
+
+    Examples
+    --------
+    >>> f = fit_alpha_beta([8, 1024, 1 << 20], [2e-6 + 8e-10, 2e-6 + 1024e-10, 2e-6 + (1 << 20) * 1e-10])
+    >>> round(f.alpha * 1e6, 9), round(1 / f.beta / 1e9, 9), f.residual < 1e-12
+    (2.0, 10.0, True)
+    """
+    m = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    if m.shape != t.shape or m.ndim != 1 or len(np.unique(m)) < 2:
+        raise SpecError(f"fit_alpha_beta: {len(m)} sizes and {len(t)} times, expected two or more distinct "
+                        "sizes with one time each")
+    if relative and not np.all(t > 0):
+        raise SpecError("fit_alpha_beta: a time <= 0, expected positive times for a relative fit")
+    w = 1.0 / t if relative else np.ones_like(t)
+    design = np.stack([w, m * w], axis=1)
+    (alpha, beta), *_ = np.linalg.lstsq(design, t * w, rcond=None)
+    err = (alpha + m * beta - t) / (t if relative else 1.0)
+    return Fit(float(alpha), float(beta), float(np.sqrt(np.mean(err ** 2))))
+
+
+def find_break(sizes, times) -> int | None:
+    """The eager/rendezvous threshold a ping-pong curve shows, or None.
+
+    Tries every split with at least two points on each side, fits a line to
+    each side (:func:`fit_alpha_beta`), and keeps the split whose summed
+    squared relative residual is lowest. It is a break when that is
+    :data:`BREAK_GAIN` times lower than one line's and the curve jumps up
+    there (the large side's line lies above the small side's at the split:
+    the rendezvous handshake adds a round trip). Returns the largest size on
+    the small (eager) side.
+
+    Examples
+    --------
+    >>> sizes = [8, 64, 512, 4096, 32768, 65536, 262144, 1 << 20]
+    >>> eager = [1e-6 + m * 1e-10 for m in sizes[:5]]
+    >>> rendezvous = [4e-6 + m * 1e-10 for m in sizes[5:]]
+    >>> find_break(sizes, eager + rendezvous)
+    32768
+    >>> find_break(sizes, [1e-6 + m * 1e-10 for m in sizes]) is None
+    True
+    """
+    m = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    one = fit_alpha_beta(m, t)
+    best, where = np.inf, None
+    for k in range(2, len(m) - 1):
+        lo, hi = fit_alpha_beta(m[:k], t[:k]), fit_alpha_beta(m[k:], t[k:])
+        sse = lo.residual ** 2 * k + hi.residual ** 2 * (len(m) - k)
+        if sse < best and hi(m[k - 1]) > lo(m[k - 1]) and hi(m[k]) > lo(m[k]):
+            best, where = sse, k
+    if where is None or best * BREAK_GAIN > one.residual ** 2 * len(m):
+        return None
+    return int(m[where - 1])
+
+
+# ---- measurements (2 ranks) ----------------------------------------------------
+
+def _median(samples, blocks: int = 3) -> float:
+    """The smallest of the medians of ``blocks`` consecutive runs of samples.
+
+    Another process taking a core for a while only ever adds time, so the
+    quietest block's median is the estimate least disturbed by it (on a
+    quiet machine the blocks agree and this is the median).
+    """
+    samples = np.asarray(samples, dtype=np.float64)
+    if len(samples) < 3 * blocks:
+        return float(np.median(samples))
+    return float(min(np.median(part) for part in np.array_split(samples, blocks)))
+
+
+def _slowest(comm, samples) -> np.ndarray:
+    """Per repetition, the slowest rank's time (every rank gets them): the
+    convention of the benchmarks this profile predicts (each repetition
+    starts after a barrier; the collective ends when its last rank does)."""
+    return np.max(np.array(comm.allgather(list(samples))), axis=0)
+
+
+def _spin(seconds: float) -> None:
+    """Busy-wait (a sleep would hand the core to the other rank and take ms to come back)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def pingpong(comm, sizes, reps: int, warmup: int) -> list[float]:
+    """Median half round trip per size (rank 0's clock; rank 1 echoes)."""
+    from mpi4py import MPI
+
+    rank, out = comm.Get_rank(), []
+    # the first exchanges of a job are slow (connections, page faults): one
+    # untimed pass of the smallest size first
+    for size in (sizes[0], *sizes):
+        buf = np.zeros(size, np.uint8)
+        spec, samples = [buf, MPI.BYTE], []
+        comm.Barrier()
+        for i in range(warmup + reps):
+            start = time.perf_counter()
+            if rank == 0:
+                comm.Send(spec, 1, 1)
+                comm.Recv(spec, 1, 1)
+            else:
+                comm.Recv(spec, 0, 1)
+                comm.Send(spec, 0, 1)
+            if i >= warmup:
+                samples.append((time.perf_counter() - start) / 2)
+        out.append(_median(samples))
+    return comm.bcast(out[1:], root=0)
+
+
+def prtt(comm, n: int, size: int, reps: int, warmup: int, *, delay: float = 0.0) -> float:
+    """Netgauge's ``PRTT(n, d, s)``: rank 0 sends ``n`` messages of ``size``
+    bytes (blocking, ``delay`` s apart), rank 1 answers the last with one;
+    median on rank 0's clock."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    spec = [np.zeros(size, np.uint8), MPI.BYTE]
+    samples = []
+    comm.Barrier()
+    for i in range(warmup + reps):
+        start = time.perf_counter()
+        if rank == 0:
+            for j in range(n):
+                comm.Send(spec, 1, 2)
+                if delay and j < n - 1:
+                    _spin(delay)
+            comm.Recv(spec, 1, 2)
+        else:
+            for _ in range(n):
+                comm.Recv(spec, 0, 2)
+            comm.Send(spec, 0, 2)
+        if i >= warmup:
+            samples.append(time.perf_counter() - start)
+    return comm.bcast(_median(samples), root=0)
+
+
+def send_overhead(comm, size: int, reps: int, warmup: int) -> float:
+    """LogGP ``o_s``: the time of an ``Isend`` call whose receive is posted (rank 0)."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    buf = np.zeros(size, np.uint8)
+    samples = []
+    for i in range(warmup + reps):
+        if rank == 1:
+            req = comm.Irecv([buf, MPI.BYTE], 0, 3)
+            comm.Barrier()
+            req.Wait()
+            continue
+        comm.Barrier()
+        _spin(SETTLE)   # let rank 1's receive be posted and its barrier exit settle
+        start = time.perf_counter()
+        req = comm.Isend([buf, MPI.BYTE], 1, 3)
+        elapsed = time.perf_counter() - start
+        req.Wait()
+        if i >= warmup:
+            samples.append(elapsed)
+    return comm.bcast(_median(samples) if rank == 0 else None, root=0)
+
+
+def recv_overhead(comm, size: int, reps: int, warmup: int) -> float:
+    """LogGP ``o_r``: the time of a receive (``Irecv`` + ``Wait``) whose
+    message has arrived: rank 1 polls ``Iprobe`` until it is there (a fixed
+    wait is not enough on a loaded 2-core machine: the sender may not have
+    run yet)."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    buf = np.zeros(size, np.uint8)
+    samples = []
+    for i in range(warmup + reps):
+        comm.Barrier()
+        if rank == 0:
+            comm.Send([buf, MPI.BYTE], 1, 4)
+            comm.Recv([buf[:0], MPI.BYTE], 1, 5)   # the next round starts after the receive
+            continue
+        while not comm.Iprobe(0, 4):
+            pass
+        start = time.perf_counter()
+        comm.Irecv([buf, MPI.BYTE], 0, 4).Wait()
+        elapsed = time.perf_counter() - start
+        comm.Send([buf[:0], MPI.BYTE], 0, 5)
+        if i >= warmup:
+            samples.append(elapsed)
+    return comm.bcast(_median(samples) if rank == 1 else None, root=1)
+
+
+def streaming(comm, size: int, window: int, reps: int, warmup: int) -> float:
+    """Bytes per second of ``window`` nonblocking sends in flight, closed by a
+    zero-byte acknowledgement (its few µs are left in: negligible against the
+    window's megabytes)."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    bufs = [np.zeros(size, np.uint8) for _ in range(window)]
+    ack = [np.zeros(0, np.uint8), MPI.BYTE]
+    samples = []
+    comm.Barrier()
+    for i in range(warmup + reps):
+        start = time.perf_counter()
+        if rank == 0:
+            MPI.Request.Waitall([comm.Isend([b, MPI.BYTE], 1, 6) for b in bufs])
+            comm.Recv(ack, 1, 7)
+        else:
+            MPI.Request.Waitall([comm.Irecv([b, MPI.BYTE], 0, 6) for b in bufs])
+            comm.Send(ack, 0, 7)
+        if i >= warmup:
+            samples.append(time.perf_counter() - start)
+    return comm.bcast(window * size / _median(samples), root=0)
+
+
+def kernel_times(comm, kernel: str, sizes, reps: int, warmup: int, rng) -> list[float]:
+    """Median times of a local kernel at ``sizes`` bytes (of one operand),
+    run on both ranks at once; the slower rank's (to fit ``t(m) = c + m·γ``)."""
+    medians = []
+    for size in sizes:
+        call = _kernel(kernel, size, rng)
+        samples = []
+        comm.Barrier()
+        for i in range(warmup + reps):
+            start = time.perf_counter()
+            call()
+            if i >= warmup:
+                samples.append(time.perf_counter() - start)
+        medians.append(max(comm.allgather(_median(samples))))
+    return medians
+
+
+def _kernel(kernel: str, size: int, rng):
+    """A no-argument call that runs ``kernel`` once on ``size`` bytes."""
+    if kernel == "sum":
+        src, dst = rng.random(size // 8), rng.random(size // 8)
+        return lambda: np.add(src, dst, out=dst)
+    if kernel == "over":
+        from ..imaging import over
+
+        pixels = size // 16
+        front = (rng.random((pixels, 4)) * 0.5).astype(np.float32)
+        back = rng.random((pixels, 4)).astype(np.float32)
+        return lambda: over(front, back, out=back)
+    if kernel == "copy":
+        src, dst = rng.random(size // 8), np.empty(size // 8)
+        return lambda: np.copyto(dst, src)
+    raise SpecError(f"calibrate: kernel {kernel!r}, expected sum, over or copy")
+
+
+def exchange_schedule(rounds: int, nbytes: int):
+    """A 2-rank schedule of ``rounds`` exchanges of ``nbytes`` bytes: in each
+    round both ranks send their own block to each other at once, each round
+    waiting for the previous one's receive — the "Exchange"/``Sendrecv``
+    pattern of the Intel MPI Benchmarks, and a round of a pairwise or
+    dissemination collective without its reduction. Written in the IR (an
+    allgather: the verifier checks it) so that the plan executor runs it like
+    any collective. The first round receives into ``data``, later ones into
+    scratch rows, as collectives receive what they then reduce."""
+    from ..schedules.ir import Recv, Schedule, Send
+
+    ops = [[], []]
+    for rank, peer in ((0, 1), (1, 0)):
+        for j in range(rounds):
+            before = (2 * j - 1,) if j else ()
+            into = "data" if j == 0 else "tmp"
+            ops[rank] += [Send(peer, "data", (rank,), j, j, before), Recv(peer, into, (peer,), (peer,), j, j, before)]
+    return Schedule.from_ops("allgather", ops, algorithm="exchange", count=2 * max(1, nbytes // 8), itemsize=8,
+                             nblocks=2)
+
+
+def executor_exchange(comm, sizes, reps: int, warmup: int, *, rounds: int = 5) -> tuple[list[float], list[float]]:
+    """Seconds per exchange round of the plan executor
+    (:func:`topocoll.mpi.plan`) at each of ``sizes`` bytes, and its cost per
+    call (``start`` + ``wait``) there: ``t(k) = call + k·round`` from
+    exchange schedules of 1 and ``rounds`` rounds (:func:`exchange_schedule`),
+    the slowest rank per repetition, medians."""
+    from .plan import plan
+
+    per_round, calls = [], []
+    for size in sizes:
+        medians = []
+        for k in (1, rounds):
+            sched = exchange_schedule(k, size)
+            x = np.zeros(sched.count)
+            pl = plan(sched, x, np.empty_like(x), comm=comm)
+            samples = []
+            for i in range(warmup + reps):
+                comm.Barrier()
+                start = time.perf_counter()
+                pl.run()
+                if i >= warmup:
+                    samples.append(time.perf_counter() - start)
+            pl.free()
+            medians.append(_median(_slowest(comm, samples)))
+        per_round.append((medians[1] - medians[0]) / (rounds - 1))
+        calls.append(medians[0] - per_round[-1])
+    return per_round, calls
+
+
+def _rate(sizes, times, where: str, notes: list) -> tuple[float, Fit]:
+    """Bytes per second of ``times`` over ``sizes`` (1 / the fitted slope).
+
+    On a loaded machine a few outliers can tilt the least-squares line to a
+    slope <= 0; the slope between the smallest and the largest size is used
+    then, and a note says so. A one-line SpecError if even that is not > 0.
+    """
+    fit = fit_alpha_beta(sizes, times)
+    if fit.beta > 0:
+        return 1.0 / fit.beta, fit
+    slope = (times[-1] - times[0]) / (sizes[-1] - sizes[0])
+    if not slope > 0:
+        raise SpecError(f"calibrate: {where}: {times[-1]:.3g} s at {sizes[-1]} B is not slower than "
+                        f"{times[0]:.3g} s at {sizes[0]} B, expected time to grow with size (is the machine "
+                        "busy? see the load average)")
+    notes.append(f"{where}: least-squares slope {fit.beta:.3g} s/B <= 0, used the end points' slope")
+    return 1.0 / slope, Fit(times[0] - sizes[0] * slope, slope, fit.residual)
+
+
+def calibrate(comm=None, *, quick: bool = False, reps: int | None = None, seed: int = 0,
+              command: str = "") -> MachineProfile:
+    """Measure the :class:`~topocoll.sim.profile.MachineProfile` of this
+    machine on a 2-rank communicator (collective over ``comm``; every rank
+    returns the same profile).
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm, optional
+        Exactly 2 ranks (default ``MPI.COMM_WORLD``).
+    quick : bool
+        Few sizes and repetitions (about a second; for tests).
+    reps : int, optional
+        Timed repetitions per point (default 100, or 10 with ``quick``).
+    seed : int
+        Seed of the kernels' random operands (recorded).
+    command : str
+        The command line to record.
+    """
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    if comm.Get_size() != 2:
+        raise SpecError(f"calibrate: {comm.Get_size()} ranks, expected 2 (run `topocoll calibrate` without "
+                        "mpiexec, or under `mpiexec -n 2`)")
+    reps = reps or (10 if quick else 100)
+    warmup = max(2, reps // 10)
+    sizes = QUICK_SIZES if quick else SIZES
+    rng = np.random.default_rng([seed, comm.Get_rank()])
+    load, notes = os.getloadavg()[0], []
+    pp = measure_pingpong(comm, sizes, reps, warmup, notes, find_eager=not quick)
+    values = {**pp,
+              **measure_loggp(comm, reps, warmup, notes, small_half_rtt=pp["pingpong"][0][1]),
+              **measure_kernels(comm, max(5, reps // 4), rng, notes),
+              **measure_executor(comm, EXECUTOR_SIZES, max(10, reps // 2), warmup, notes),
+              "stream_bandwidth": streaming(comm, STREAM_BYTES, 4 if quick else STREAM_WINDOW, max(3, reps // 2), 1)}
+    extra = {k: values.pop(k) for k in ("prtt_gaps", "kernel_call_overhead", "kernel_fit_residual",
+                                        "executor_exchange")}
+    meta = dict(library=" ".join(MPI.Get_library_version().splitlines()[0].split()),
+                mpi4py=__import__("mpi4py").__version__, host=host_platform.node(),
+                date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                procs=comm.Get_size(), cores=os.cpu_count(), load_average=round(load, 2), seed=seed,
+                command=command, quick=quick, repetitions=reps, warmup=warmup, sizes=list(sizes),
+                method="ping-pong least squares (relative); LogGP after Netgauge (Hoefler, Lichei & Rehm "
+                       "2007): g, G from PRTT(n,0,s); o_s, o_r timed directly; L = t_pingpong(8 B) - o_s - o_r; "
+                       "executor: IMB-style exchange rounds run by topocoll.mpi.plan; executor_exchange "
+                       "rows are [bytes, s per round, s per call]",
+                **extra, notes=notes)
+    return MachineProfile(**values, meta=meta)
+
+
+def measure_pingpong(comm, sizes, reps: int, warmup: int, notes: list, *, find_eager: bool = True) -> dict:
+    """α, β, the fit's residual, the eager threshold and the raw points."""
+    half_rtt = pingpong(comm, sizes, reps, warmup)
+    bandwidth, fit = _rate(sizes, half_rtt, "ping-pong", notes)
+    return dict(alpha=max(0.0, fit.alpha), beta=1.0 / bandwidth, fit_residual=fit.residual,
+                eager=find_break(sizes, half_rtt) if find_eager else None,
+                pingpong=[[int(s), t] for s, t in zip(sizes, half_rtt)])
+
+
+def measure_loggp(comm, reps: int, warmup: int, notes: list, *, small_half_rtt: float) -> dict:
+    """LogGP o_s, O, o_r, g, G, L after Netgauge (module docstring)."""
+    gaps = [(prtt(comm, PRTT_N, s, reps, warmup) - prtt(comm, 1, s, reps, warmup)) / (PRTT_N - 1)
+            for s in GAP_SIZES]
+    gap_rate, gap_fit = _rate(GAP_SIZES, np.maximum(gaps, 1e-9), "PRTT gaps", notes)
+    o_sizes = GAP_SIZES[:2]
+    o_fit = fit_alpha_beta(o_sizes, [send_overhead(comm, s, reps, warmup) for s in o_sizes])
+    o_send = max(0.0, o_fit(1).item())
+    o_recv = recv_overhead(comm, GAP_SIZES[0], reps, warmup)
+    # LogP: a small message's round trip is 2(o_s + L + o_r); the ping-pong's
+    # smallest size is that round trip, measured with the most care
+    latency = max(0.0, small_half_rtt - o_send - o_recv)
+    return dict(o_send=o_send, o_recv=o_recv, o_per_byte=max(0.0, o_fit.beta), g=max(0.0, gap_fit.alpha),
+                G=1.0 / gap_rate, L=latency, prtt_gaps=[[s, g] for s, g in zip(GAP_SIZES, gaps)])
+
+
+def measure_executor(comm, sizes, reps: int, warmup: int, notes: list) -> dict:
+    """The plan executor's own exchange rounds: ``t(m) = executor_alpha +
+    m·executor_beta`` per round, and its cost per call."""
+    rounds, calls = executor_exchange(comm, sizes, reps, warmup)
+    bandwidth, fit = _rate(sizes, np.maximum(rounds, 1e-9), "executor exchange", notes)
+    # the per-call cost is taken where messages are small; at larger sizes a
+    # call's first exchange costs more than later ones (kept in the meta)
+    return dict(executor_alpha=max(0.0, fit.alpha), executor_beta=1.0 / bandwidth, executor_call=max(0.0, calls[0]),
+                executor_exchange=[[int(s), t, c] for s, t, c in zip(sizes, rounds, calls)])
+
+
+def measure_kernels(comm, reps: int, rng, notes: list) -> dict:
+    """γ of the reduction (np.add, float64), the over kernel and a copy, B/s."""
+    rates, fits = {}, {}
+    for kernel in ("sum", "over", "copy"):
+        times = kernel_times(comm, kernel, KERNEL_SIZES, reps, 2, rng)
+        rates[kernel], fits[kernel] = _rate(KERNEL_SIZES, times, f"{kernel} kernel", notes)
+    return dict(reduce_bandwidth=rates["sum"], over_bandwidth=rates["over"], copy_bandwidth=rates["copy"],
+                kernel_call_overhead={k: f.alpha for k, f in fits.items()},
+                kernel_fit_residual={k: f.residual for k, f in fits.items()})
+
+
+# ---- command line ------------------------------------------------------------------
+
+def _under_launcher() -> bool:
+    """True when a process manager (mpiexec, srun) started us: its environment
+    says so before MPI is initialised, so the relaunching parent never
+    initialises MPI itself."""
+    return any(name in os.environ for name in _LAUNCHER_ENV)
+
+
+def _mpiexec() -> str:
+    """The ``mpiexec`` next to this Python (the mpich wheel's), else on PATH."""
+    here = Path(sys.executable).parent
+    found = shutil.which("mpiexec", path=str(here)) or shutil.which("mpiexec")
+    if found is None:
+        raise SpecError(f"calibrate: no mpiexec in {here} or on PATH, expected the mpich wheel "
+                        "(`make` installs it into .venv)")
+    return found
+
+
+def _child_argv(args) -> list[str]:
+    argv = ["-o", str(args.output), "--seed", str(args.seed)]
+    if args.quick:
+        argv.append("--quick")
+    if args.reps:
+        argv += ["--reps", str(args.reps)]
+    return argv
+
+
+def _relaunch(args) -> int:
+    """``mpiexec -n 2 python -m topocoll.mpi.calibrate ...``; its exit status."""
+    command = [_mpiexec(), "-n", "2", sys.executable, "-m", "topocoll.mpi.calibrate", *_child_argv(args)]
+    env = dict(os.environ, **{_CHILD_ENV: args.command or "topocoll calibrate " + shlex.join(_child_argv(args))})
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(command, env=env).returncode
+
+
+def cmd_calibrate(args) -> int:
+    """The verb: relaunch under mpiexec, or measure, print and write."""
+    args.command = os.environ.get(_CHILD_ENV) or getattr(args, "command", None) or \
+        "topocoll calibrate " + shlex.join(_child_argv(args))
+    _check_writable(args.output)
+    if not _under_launcher():
+        return _relaunch(args)
+    from mpi4py import MPI
+
+    profile = calibrate(MPI.COMM_WORLD, quick=args.quick, reps=args.reps, seed=args.seed, command=args.command)
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        save_profile(profile, args.output)
+        print(_summary(profile))
+        print(f"wrote {args.output}", flush=True)
+    return 0
+
+
+def _check_writable(path) -> None:
+    """Refuse an unwritable -o before any measuring (one line)."""
+    from ..argtypes import writable_file
+
+    writable_file("-o", path)
+
+
+def _summary(p: MachineProfile) -> str:
+    m = p.meta
+    eager = f"{p.eager} B (break of the ping-pong curve)" if p.eager is not None else "no break visible"
+    return "\n".join([
+        f"calibrate: {m['procs']} ranks on {m['host']} ({m['cores']} cores), {m['library']}; "
+        f"{len(m['sizes'])} sizes × {m['repetitions']} repetitions, medians",
+        f"ping-pong  α = {p.alpha * 1e6:.3f} µs, β = 1/({1 / p.beta / 1e9:.3g} GB/s), "
+        f"fit residual {p.fit_residual * 100:.1f} % (RMS, relative)",
+        f"streaming  {p.stream_bandwidth / 1e9:.3g} GB/s",
+        f"LogGP      o_s = {p.o_send * 1e6:.3f} µs (+ {p.o_per_byte * 1e12:.3g} ps/B), "
+        f"o_r = {p.o_recv * 1e6:.3f} µs, g = {p.g * 1e6:.3f} µs, "
+        f"G = 1/({(1 / p.G / 1e9) if p.G else float('inf'):.3g} GB/s), L = {p.L * 1e6:.3f} µs",
+        f"executor   {p.executor_alpha * 1e6:.3f} µs + m/({1 / p.executor_beta / 1e9:.3g} GB/s) per exchange "
+        f"round, {p.executor_call * 1e6:.3f} µs per call (topocoll.mpi.plan)",
+        f"γ          sum float64 {p.reduce_bandwidth / 1e9:.3g} GB/s, over float32 RGBA "
+        f"{p.over_bandwidth / 1e9:.3g} GB/s, copy {p.copy_bandwidth / 1e9:.3g} GB/s",
+        f"eager      {eager}",
+    ] + [f"note       {n}" for n in m.get("notes", [])] + _load_warning(m))
+
+
+def _load_warning(meta: dict) -> list[str]:
+    """A line when other processes were competing for the cores."""
+    load, cores = meta.get("load_average", 0.0), meta.get("cores") or 1
+    if load <= 0.5 * cores:
+        return []
+    return [f"warning    load average {load:g} on {cores} cores when calibration began: other processes compete "
+            "for the CPUs and the numbers are noisy; calibrate on a quiet machine"]
+
+
+def _add_arguments(p) -> None:
+    from ..argtypes import positive_int, seed
+
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the profile (JSON)")
+    p.add_argument("--quick", action="store_true",
+                   help="few sizes and repetitions (about a second; for tests, not for predictions)")
+    p.add_argument("--reps", type=positive_int, default=None,
+                   help="timed repetitions per point (default 100; 10 with --quick)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the kernels' random operands (default 0)")
+
+
+def add_calibrate_parser(sub) -> None:
+    """Register ``topocoll calibrate`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "calibrate", help="measure α, β, γ and LogGP parameters with MPI and write a machine profile",
+        description="Measure this machine with MPI on 2 ranks (ping-pong α-β fit, streaming bandwidth, "
+                    "LogGP o, g, G, L after Netgauge, γ of the reduction and over kernels) and write a JSON "
+                    "profile for `topocoll simulate --profile FILE`. Without mpiexec it relaunches itself "
+                    "under `mpiexec -n 2`.")
+    _add_arguments(p)
+    p.set_defaults(func=cmd_calibrate)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's one-line errors (a SpecError, like the CLI's)."""
+
+    def error(self, message):
+        raise SpecError(message.replace("\n", " "))
+
+
+def main(argv=None) -> int:
+    """``python -m topocoll.mpi.calibrate`` (what the relaunch runs under
+    mpiexec; without mpiexec it relaunches itself, like ``topocoll calibrate``)."""
+    parser = _Parser(prog="python -m topocoll.mpi.calibrate", description=__doc__.splitlines()[0])
+    _add_arguments(parser)
+    return cmd_calibrate(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    if _under_launcher():
+        from .abort import run_or_abort
+
+        sys.exit(run_or_abort(main))
+    try:
+        sys.exit(main())
+    except TopocollError as exc:
+        print(f"topocoll: error: {exc}", file=sys.stderr)
+        sys.exit(2)

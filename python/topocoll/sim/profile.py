@@ -1,0 +1,271 @@
+"""A machine profile: the calibrated cost parameters of one machine, as JSON,
+and what the simulator's models need from them.
+
+``topocoll calibrate`` (:mod:`topocoll.mpi.calibrate`) measures the profile
+with MPI; ``topocoll simulate --profile FILE`` and the library load it. One
+profile feeds two models, which read "α" differently:
+
+- the α-β-γ model (Chan et al., "Collective communication: theory, practice,
+  and experience", CCPE 2007) charges a message ``α + m·β``: α is the whole
+  start-up latency and β the seconds per byte, both fitted to ping-pong
+  times; :meth:`MachineProfile.platform` with ``model="alpha-beta-gamma"``;
+- the event-driven models (LogGOPS: Alexandrov, Ionescu, Schauser & Scheiman,
+  "LogGP: incorporating long messages into the LogP model", SPAA 1995;
+  Hoefler, Schneider & Lumsdaine, "LogGOPSim", HPDC 2010) split the same
+  latency into the sender's CPU overhead ``o`` (``Platform.alpha`` of the
+  event engine), the receiver's ``o_r``, the NIC gap ``g``, the gap per byte
+  ``G`` and the wire latency ``L``; :meth:`MachineProfile.platform` with an
+  event model, and :meth:`MachineProfile.engine_options`.
+
+A profile describes two layers (``layer=``): MPI as mpi4py reaches it (the
+Netgauge-style LogGP measurements), and topocoll's plan executor on top of it
+(an exchange run as a schedule by :func:`topocoll.mpi.plan`), whose Python
+adds time per message and per call. The executor layer is the
+default: it is what runs schedules here.
+
+All numbers are SI: seconds, bytes, bytes per second.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ..errors import ParseError, SpecError
+from .engine import EVENT_MODELS, EngineOptions
+from .model import Platform
+
+__all__ = ["MachineProfile", "load_profile", "save_profile", "PROFILE_FORMAT", "LAYERS"]
+
+#: written into every profile; a file with another value is refused
+PROFILE_FORMAT = "topocoll-machine-profile/1"
+
+#: what a profile can describe: topocoll's plan executor over MPI, or MPI alone
+LAYERS = ("executor", "mpi")
+#: the number fields, with the unit the error messages name
+_NUMBERS = {
+    "alpha": "s", "beta": "s/B", "fit_residual": "", "stream_bandwidth": "B/s",
+    "reduce_bandwidth": "B/s", "over_bandwidth": "B/s", "copy_bandwidth": "B/s",
+    "o_send": "s", "o_recv": "s", "o_per_byte": "s/B", "g": "s", "G": "s/B", "L": "s",
+    "executor_alpha": "s", "executor_beta": "s/B", "executor_call": "s",
+}
+#: of those, the ones that are a rate or a per-byte cost and must be > 0
+_STRICT = ("beta", "stream_bandwidth", "reduce_bandwidth", "over_bandwidth", "copy_bandwidth")
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """Calibrated costs of one machine (SI units).
+
+    Attributes
+    ----------
+    alpha, beta : float
+        α (s) and β (s/B) of ``t(m) = α + m·β``, the least-squares fit to
+        half ping-pong round trips.
+    fit_residual : float
+        Root-mean-square relative residual of that fit (0.05: 5 %).
+    stream_bandwidth : float
+        Bytes per second of a window of back-to-back nonblocking sends.
+    reduce_bandwidth : float
+        Reduction throughput, bytes of one operand per second (``np.add`` on
+        float64); γ = 1 / reduce_bandwidth.
+    over_bandwidth : float
+        Throughput of the over operator (:func:`topocoll.imaging.over`,
+        float32 RGBA), bytes of one image per second.
+    copy_bandwidth : float
+        Local copy throughput, B/s.
+    o_send, o_recv : float
+        LogGP send and receive overheads, s.
+    o_per_byte : float
+        ``O``: sender CPU per byte beyond ``o_send``, s/B.
+    g, G, L : float
+        LogGP gap per message (s), gap per byte (s/B) and latency (s).
+    executor_alpha, executor_beta : float
+        ``t(m) = executor_alpha + m·executor_beta`` per round of topocoll's
+        plan executor (:func:`topocoll.mpi.plan`) running an exchange
+        schedule (both ranks send ``m`` bytes to each other at once, as in
+        the rounds of most collectives): α and β as the executor sees them,
+        its Python and the two directions sharing the memory system
+        included (0: not measured).
+    executor_call : float
+        The executor's cost per collective call (``start`` + ``wait``), s.
+    eager : int or None
+        Eager/rendezvous threshold in bytes where a break of the ping-pong
+        curve showed one, else None (the engine's default then applies).
+    pingpong : list of [bytes, seconds]
+        The half round-trip medians the fit used.
+    meta : dict
+        library, host, date, procs, seed, command, repetitions, ...
+    """
+
+    alpha: float
+    beta: float
+    reduce_bandwidth: float
+    fit_residual: float = 0.0
+    stream_bandwidth: float = 0.0
+    over_bandwidth: float = 0.0
+    copy_bandwidth: float = 0.0
+    o_send: float = 0.0
+    o_recv: float = 0.0
+    o_per_byte: float = 0.0
+    g: float = 0.0
+    G: float = 0.0
+    L: float = 0.0
+    executor_alpha: float = 0.0
+    executor_beta: float = 0.0
+    executor_call: float = 0.0
+    eager: int | None = None
+    pingpong: list = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if name not in ("alpha", "beta", "reduce_bandwidth") and value == 0:
+                continue   # optional measurement left out
+            _check_number("MachineProfile", name, value, strict=name in _STRICT)
+        if self.eager is not None and (isinstance(self.eager, bool) or not isinstance(self.eager, int)
+                                       or self.eager < 0):
+            raise SpecError(f"MachineProfile: eager={self.eager!r}, expected bytes >= 0 or null")
+
+    @property
+    def gamma(self) -> float:
+        """Seconds per byte reduced."""
+        return 1.0 / self.reduce_bandwidth
+
+    def _layer(self, layer: str) -> str:
+        if layer not in LAYERS:
+            raise SpecError(f"MachineProfile: layer={layer!r}, expected one of {', '.join(LAYERS)}")
+        # a profile without the executor's own ping-pong describes MPI alone
+        return layer if self.executor_beta > 0 else "mpi"
+
+    def loggops(self, layer: str = "executor") -> dict:
+        """The LogGOPS parameters the event engine gets: ``o_send``,
+        ``o_recv``, ``g``, ``L`` (s) and ``G`` (s/B).
+
+        - ``g`` and ``L``: LogGP keeps ``g`` out of a lone message's latency
+          (``o_s + L + o_r``) and lets a stream leave every ``max(o, g)``
+          (Alexandrov et al. 1995, §2); the engine also keeps a lone message
+          ``g`` on its NIC lane before it leaves, so it gets ``L − g`` (at
+          least 0): a small message then costs ``o_s + max(g, L) + o_r``.
+        - ``layer="mpi"``: the raw LogGP overheads, ``G`` (``β`` if no ``G``).
+        - ``layer="executor"`` (default): what topocoll's plan executor adds
+          to a message — its time per exchange round at the smallest size,
+          ``executor_alpha``, less what the engine charges MPI for a small
+          message — is split evenly between the two overheads (its Python
+          runs on both sides), so the engine reproduces the executor's
+          exchange (the engine's links are full duplex: an exchange round
+          costs it one message); ``G`` is ``executor_beta``.
+        - ``O`` (``o_per_byte``) is recorded but not passed: on shared memory
+          the sender's copy is the transfer that ``G`` already charges.
+        """
+        o_send, o_recv, per_byte = self.o_send, self.o_recv, (self.G or self.beta)
+        if self._layer(layer) == "executor":
+            extra = max(0.0, self.executor_alpha - (o_send + max(self.g, self.L) + o_recv))
+            o_send, o_recv, per_byte = o_send + extra / 2, o_recv + extra / 2, self.executor_beta
+        return dict(o_send=o_send, o_recv=o_recv, g=self.g, L=max(0.0, self.L - self.g), G=per_byte)
+
+    def call_overhead(self, layer: str = "executor") -> float:
+        """Seconds a collective call costs beyond its messages and operations
+        (the executor's ``start`` + ``wait``; 0 for ``layer="mpi"``). The
+        engine has no per-call term: add it to a simulated time."""
+        return self.executor_call if self._layer(layer) == "executor" else 0.0
+
+    def platform(self, *, model: str = "loggops", network=None, layer: str = "executor") -> Platform:
+        """The :class:`Platform` of ``model`` on this machine.
+
+        For the event models (``loggops``, ``flow``, ``congestion``) α is the
+        sender overhead ``o`` and the crossbar's link bandwidth ``1/G``
+        (:meth:`loggops`), because ``L``, ``o_r`` and ``g`` carry the rest of
+        the latency (:meth:`engine_options`); for the α-β-γ and static models
+        α is the whole start-up latency and the bandwidth ``1/β`` of the
+        layer's ping-pong fit.
+        """
+        if model in EVENT_MODELS:
+            costs = self.loggops(layer)
+            return Platform(alpha=costs["o_send"], bandwidth=1.0 / costs["G"],
+                            reduce_bandwidth=self.reduce_bandwidth, network=network)
+        alpha, beta = self.alpha, self.beta
+        if self._layer(layer) == "executor":
+            alpha, beta = self.executor_alpha, self.executor_beta
+        return Platform(alpha=alpha, bandwidth=1.0 / beta, reduce_bandwidth=self.reduce_bandwidth, network=network)
+
+    def engine_options(self, layer: str = "executor", **overrides) -> EngineOptions:
+        """The LogGOPS :class:`EngineOptions` of this machine (:meth:`loggops`);
+        ``overrides`` (e.g. ``sync="rounds"``) replace single fields."""
+        costs = self.loggops(layer)
+        values = dict(o_recv=costs["o_recv"], g=costs["g"], G=costs["G"], L=costs["L"],
+                      copy_bandwidth=self.copy_bandwidth)
+        if self.eager is not None:
+            values["eager"] = self.eager
+        values.update(overrides)
+        return EngineOptions(**values)
+
+    def as_dict(self) -> dict:
+        return {"format": PROFILE_FORMAT, **asdict(self)}
+
+    def describe(self) -> str:
+        """One line for reports."""
+        return (f"α = {self.alpha * 1e6:.3g} µs, β = 1/({1 / self.beta / 1e9:.3g} GB/s), "
+                f"γ = 1/({self.reduce_bandwidth / 1e9:.3g} GB/s); LogGP o_s = {self.o_send * 1e6:.3g} µs, "
+                f"o_r = {self.o_recv * 1e6:.3g} µs, g = {self.g * 1e6:.3g} µs, "
+                f"G = 1/({(1 / self.G / 1e9) if self.G else math.inf:.3g} GB/s), L = {self.L * 1e6:.3g} µs")
+
+
+def _check_number(where: str, name: str, value, *, strict: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or (strict and value == 0):
+        expected = "a finite number > 0" if strict else "a finite number >= 0"
+        raise SpecError(f"{where}: {name}={value!r}, expected {expected} ({_NUMBERS[name]})".replace(" ()", ""))
+    return float(value)
+
+
+def save_profile(profile: MachineProfile, path) -> Path:
+    """Write ``profile`` as JSON to ``path``; SpecError if it cannot be written."""
+    path = Path(path)
+    try:
+        path.write_text(json.dumps(profile.as_dict(), indent=1) + "\n")
+    except OSError as e:
+        raise SpecError(f"{path}: {e.strerror}, expected a writable path for the profile") from None
+    return path
+
+
+def load_profile(path) -> MachineProfile:
+    """Read a profile written by :func:`save_profile` (``topocoll calibrate``).
+
+    Raises
+    ------
+    ParseError
+        One line naming the file and the field: unreadable, not JSON, another
+        format, a missing or unknown field, or a value out of range.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ParseError(f"{path}: {e.strerror}, expected a machine profile from `topocoll calibrate`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ParseError(f"{path}: not JSON ({e}), expected a machine profile from `topocoll calibrate`") \
+            from None
+    if not isinstance(data, dict):
+        raise ParseError(f"{path}: a JSON {type(data).__name__}, expected an object (a machine profile)")
+    if data.get("format") != PROFILE_FORMAT:
+        raise ParseError(f"{path}: field 'format' is {data.get('format')!r}, expected {PROFILE_FORMAT!r}")
+    known = {f.name for f in fields(MachineProfile)}
+    unknown = sorted(set(data) - known - {"format"})
+    if unknown:
+        raise ParseError(f"{path}: unknown field {unknown[0]!r}, expected only {', '.join(sorted(known))}")
+    for name in ("alpha", "beta", "reduce_bandwidth"):
+        if name not in data:
+            raise ParseError(f"{path}: field {name!r} is missing, expected a number in {_NUMBERS[name]}")
+    for name, expected in (("pingpong", list), ("meta", dict)):
+        if name in data and not isinstance(data[name], expected):
+            raise ParseError(f"{path}: field {name!r} is a {type(data[name]).__name__}, expected a "
+                             f"{expected.__name__}")
+    try:
+        return MachineProfile(**{k: v for k, v in data.items() if k != "format"})
+    except SpecError as e:
+        # "MachineProfile: alpha=-1, expected ..." names the field; say which file
+        raise ParseError(f"{path}: field {str(e).removeprefix('MachineProfile: ')}") from None
