@@ -17,11 +17,13 @@ from typing import Sequence
 
 from .argtypes import bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
 from .errors import SpecError, TopocollError, VerificationError
+from .text import human_bytes as _bytes
+from .text import table as _table
 from .schedules import report
 from .schedules.registry import MAX_P, catalogue, check_collective, lookup, needs_text
 from .schedules.sizes import CONVENTION
 from .sim import MODELS, AlphaBetaGamma, Platform, StaticContention, make_network, model_named
-from .sim.cli import add_engine_arguments, engine_options
+from .sim.cli import add_engine_arguments, engine_options, platform_values
 from .tune import rank
 from .verify import verify, verify_report
 from .verify.symbolic import format_seq
@@ -156,8 +158,7 @@ def _platform(args) -> tuple:
                             "(e.g. --topology kary:12,2)")
         if name == "static":
             raise SpecError("--model static needs a network, expected --topology SPEC")
-        return model, Platform(alpha=args.alpha, bandwidth=args.bandwidth or 2e9,
-                               reduce_bandwidth=args.reduce_bandwidth)
+        return model, Platform(**platform_values(args, model=name))
     if name == "alpha-beta-gamma":
         raise SpecError(f"--model alpha-beta-gamma with --topology {args.topology}, expected no network: the "
                         "α-β-γ model has none (use static, loggops, flow or congestion)")
@@ -167,7 +168,8 @@ def _platform(args) -> tuple:
                         "crossbar:16@bw=1GB/s)")
     network = make_network(args.topology, args.procs, routing=args.routing, order=args.order or "routing",
                            seed=0 if args.seed is None else args.seed)
-    return model, Platform(alpha=args.alpha, reduce_bandwidth=args.reduce_bandwidth, network=network)
+    values = platform_values(args, model=name)
+    return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
 
 def _print_ranking(collective, p, rows, model, platform) -> None:
@@ -241,20 +243,6 @@ def cmd_demo(args) -> int:
 
 # ---- helpers ---------------------------------------------------------------
 
-def _bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} B"
-
-
-def _table(rows) -> str:
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="topocoll", description=(
         "Collective communication algorithms as explicit schedules: verified symbolically, "
@@ -302,12 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="message sizes in bytes, MPI's convention: per destination for alltoall, per rank "
                         "for allgather, the whole vector otherwise (default 8,64K,4M)")
     p.add_argument("--op", default="sum", help="operator the algorithms must be correct for (default sum)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6,
-                   help="software overhead per message in s (default 1e-6)")
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
+                   help="software overhead per message in s (default 1e-6, or --profile's)")
     p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
                    help="link bandwidth in B/s of the α-β-γ model (default 2e9); not with --topology")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=4e9,
-                   help="reduction throughput in B/s (default 4e9)")
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
+                   help="reduction throughput in B/s (default 4e9, or --profile's)")
     p.add_argument("--topology", metavar="SPEC",
                    help="rank on this network with static routing and link contention instead of the "
                         "α-β-γ model (e.g. kary:12,2, torus:8x8x8, ibnet:FILE; see `topocoll topo`)")

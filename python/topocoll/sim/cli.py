@@ -11,14 +11,11 @@ import sys
 
 from ..argtypes import finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
+from ..text import table as _table
 from .engine import EVENT_MODELS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
 from .noise import noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
-
-def _table(rows) -> str:
-    from ..cli import _table as table   # the CLI's one table format; topocoll.cli is loaded first
-    return table(rows)
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
            "profile_of"]
