@@ -25,6 +25,13 @@ allocated once per plan:
 - a send whose blocks are adjacent rows goes from them directly; otherwise
   it is packed into staging rows first (a derived datatype would avoid the
   copy; MPICH packs such datatypes the same way).
+
+Space ``INPUT`` is the caller's ``sendbuf`` when it is not ``recvbuf``
+(``separate_input=True``): every read of a ``data`` block that nothing has
+written yet reads the input there, so sends go straight from ``sendbuf``
+and a first reduction writes ``f(received, input)`` into ``recvbuf``
+without copying the input in first (as MPI libraries do). Only the input
+blocks nothing ever writes are copied in (``input_rows``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from ..schedules.collectives import input_blocks
 from ..schedules.ir import LEFT, Schedule
 
 SEND, RECV, REDUCE, COPY = 0, 1, 2, 3
-DATA, ARENA = 0, 1
+DATA, ARENA, INPUT = 0, 1, 2
 
 Piece = tuple[int, int, int]   # (space, first row, end row)
 
@@ -68,8 +75,8 @@ class RankProgram:
     tag: list[int] = field(default_factory=list)
     deps: list[tuple[int, ...]] = field(default_factory=list)
     # SEND: (pieces to pack or None, the piece sent); RECV: (the piece received
-    # into, pieces to unpack into or None); REDUCE: [(dst, src)] piece pairs
-    # and side; COPY: (src pieces, dst pieces)
+    # into, pieces to unpack into or None); REDUCE: [(dst, src, dst's old
+    # value)] piece triples and side; COPY: (src pieces, dst pieces)
     layout: list = field(default_factory=list)
     side: list = field(default_factory=list)
     arena_rows: int = 0
@@ -93,10 +100,22 @@ class RankProgram:
 class _Memory:
     """Rows of each (buffer, block): ``data`` in place, scratch in the arena."""
 
-    def __init__(self, bounds: np.ndarray):
+    def __init__(self, bounds: np.ndarray, separate_input: bool):
         self.bounds = bounds
         self.rows = 0
         self.where: dict[tuple[str, int], Piece] = {}
+        self.separate_input = separate_input
+        self.written: set[int] = set()   # data blocks some operation has written
+
+    def read(self, buf: str, block: int) -> Piece:
+        """Where ``block`` of ``buf`` is read now: the input while unwritten."""
+        if buf == "data" and self.separate_input and block not in self.written:
+            return (INPUT, int(self.bounds[block]), int(self.bounds[block + 1]))
+        return self.piece(buf, block)
+
+    def wrote(self, buf: str, blocks) -> None:
+        if buf == "data":
+            self.written.update(blocks)
 
     def take(self, n: int) -> int:
         lo = self.rows
@@ -127,17 +146,18 @@ class _Memory:
         return out
 
 
-def compile_rank(schedule: Schedule, rank: int) -> RankProgram:
-    """Compile ``rank``'s operations of ``schedule`` (no MPI, no buffers)."""
+def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) -> RankProgram:
+    """Compile ``rank``'s operations of ``schedule`` (no MPI, no buffers);
+    ``separate_input``: the input lives in its own buffer (``INPUT``)."""
     if not 0 <= rank < schedule.p:
         raise SpecError(f"compile_rank: rank={rank}, expected a rank in 0..{schedule.p - 1}")
     ops = schedule.ops_for(rank)
-    mem = _Memory(schedule.bounds)
+    mem = _Memory(schedule.bounds, separate_input)
     prog = RankProgram(rank, schedule.p, schedule.count, schedule.label())
     for op in ops:
         kind = op.kind
         if kind == "send":
-            src = _merge([mem.piece(op.buf, b) for b in op.blocks])
+            src = _merge([mem.read(op.buf, b) for b in op.blocks])
             if len(src) == 1:
                 layout = (None, src[0])
             else:
@@ -162,20 +182,23 @@ def compile_rank(schedule: Schedule, rank: int) -> RankProgram:
                 else:
                     lo = mem.take(n)
                     layout = ((ARENA, lo, lo + n), target)
+                mem.wrote("data", op.into)
             prog.kind.append(RECV)
             prog.peer.append(op.peer)
             prog.tag.append(op.tag)
         elif kind == "reduce":
-            pairs = _reduce_pairs([mem.piece(op.dst, b) for b in op.blocks],
-                                  [mem.piece(op.src, b) for b in op.blocks])
-            layout = pairs
+            layout = _reduce_triples([mem.piece(op.dst, b) for b in op.blocks],
+                                     [mem.read(op.src, b) for b in op.blocks],
+                                     [mem.read(op.dst, b) for b in op.blocks])
+            mem.wrote(op.dst, op.blocks)
             prog.kind.append(REDUCE)
             prog.peer.append(-1)
             prog.tag.append(-1)
         else:
-            src = [mem.piece(op.src, b) for b in op.src_blocks]
+            src = [mem.read(op.src, b) for b in op.src_blocks]
             dst = [mem.piece(op.dst, b) for b in op.blocks]
             layout = (src, dst)
+            mem.wrote(op.dst, op.blocks)
             prog.kind.append(COPY)
             prog.peer.append(-1)
             prog.tag.append(-1)
@@ -184,21 +207,20 @@ def compile_rank(schedule: Schedule, rank: int) -> RankProgram:
         prog.round.append(op.round)
         prog.deps.append(tuple(op.deps))
     prog.arena_rows = mem.rows
-    prog.input_rows = _merge_rows([(int(schedule.bounds[b]), int(schedule.bounds[b + 1]))
-                                   for b in input_blocks(schedule, rank)])
+    kept = [b for b in input_blocks(schedule, rank) if not (separate_input and b in mem.written)]
+    prog.input_rows = _merge_rows([(int(schedule.bounds[b]), int(schedule.bounds[b + 1])) for b in kept])
     return prog
 
 
-def _reduce_pairs(dst: list[Piece], src: list[Piece]) -> list[tuple[Piece, Piece]]:
-    """Per block (dst, src) pairs, runs of blocks adjacent on both sides joined."""
-    out: list[tuple[Piece, Piece]] = []
-    for d, s in zip(dst, src):
-        if out:
-            (pd, plo, phi), (ps, qlo, qhi) = out[-1]
-            if pd == d[0] and phi == d[1] and ps == s[0] and qhi == s[1]:
-                out[-1] = ((pd, plo, d[2]), (ps, qlo, s[2]))
-                continue
-        out.append((d, s))
+def _reduce_triples(dst: list[Piece], src: list[Piece], old: list[Piece]) -> list[tuple[Piece, Piece, Piece]]:
+    """Per block (dst, src, dst's old value), runs of blocks adjacent in all
+    three joined (one kernel call per run)."""
+    out: list[tuple[Piece, Piece, Piece]] = []
+    for triple in zip(dst, src, old):
+        if out and all(p[0] == q[0] and p[2] == q[1] for p, q in zip(out[-1], triple)):
+            out[-1] = tuple((p[0], p[1], q[2]) for p, q in zip(out[-1], triple))
+            continue
+        out.append(triple)
     return out
 
 

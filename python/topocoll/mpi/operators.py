@@ -23,7 +23,7 @@ MPI_NAMES = {"SUM": "sum", "PROD": "prod", "MAX": "max", "MIN": "min",
 
 
 class Operator:
-    """``name`` and ``apply_pairs(pairs, left) -> callable`` for a plan."""
+    """``name`` and ``apply(triples, left) -> callable`` for a plan."""
 
     commutative = True
 
@@ -33,16 +33,19 @@ class Operator:
     def check(self, buf: np.ndarray) -> None:
         pass
 
-    def apply_pairs(self, pairs, left: bool):
+    def apply(self, triples, left: bool):
+        """A call doing ``dst = src ∘ old`` (``left``) or ``dst = old ∘ src``
+        for each ``(dst, src, old)`` (``old`` is ``dst`` itself, or the input
+        block ``dst`` takes over)."""
         f = self.func
         if left:
             def run():
-                for dst, src in pairs:
-                    dst[...] = f(src, dst)
+                for dst, src, old in triples:
+                    dst[...] = f(src, old)
         else:
             def run():
-                for dst, src in pairs:
-                    dst[...] = f(dst, src)
+                for dst, src, old in triples:
+                    dst[...] = f(old, src)
         return run
 
     def __call__(self, left, right):
@@ -50,21 +53,21 @@ class Operator:
 
 
 class Ufunc(Operator):
-    def apply_pairs(self, pairs, left: bool):
+    def apply(self, triples, left: bool):
         f = self.func
-        if len(pairs) == 1:
-            dst, src = pairs[0]
+        if len(triples) == 1:
+            dst, src, old = triples[0]
             if left:
-                return lambda: f(src, dst, out=dst)
-            return lambda: f(dst, src, out=dst)
+                return lambda: f(src, old, out=dst)
+            return lambda: f(old, src, out=dst)
         if left:
             def run():
-                for dst, src in pairs:
-                    f(src, dst, out=dst)
+                for dst, src, old in triples:
+                    f(src, old, out=dst)
         else:
             def run():
-                for dst, src in pairs:
-                    f(dst, src, out=dst)
+                for dst, src, old in triples:
+                    f(old, src, out=dst)
         return run
 
 
@@ -85,16 +88,16 @@ class Over(Operator):
             raise SpecError(f"op='over' on a {buf.dtype} buffer of rows {buf.shape[1:]}, "
                             "expected float32 RGBA rows of shape (n, 4)")
 
-    def apply_pairs(self, pairs, left: bool):
+    def apply(self, triples, left: bool):
         over, threads = self._over, self._threads
-        if left:      # dst = src over dst
+        if left:      # dst = src over old
             def run():
-                for dst, src in pairs:
-                    over(src, dst, out=dst, threads=threads)
-        else:         # dst = dst over src
+                for dst, src, old in triples:
+                    over(src, old, out=dst, threads=threads)
+        else:         # dst = old over src
             def run():
-                for dst, src in pairs:
-                    over(dst, src, out=dst, threads=threads)
+                for dst, src, old in triples:
+                    over(old, src, out=dst, threads=threads)
         return run
 
 

@@ -102,6 +102,10 @@ def _check_buffers(schedule: Schedule, sendbuf, recvbuf):
     if in_place:
         return recvbuf, recvbuf, None
     sendbuf = np.asarray(sendbuf)
+    if not sendbuf.flags.c_contiguous:
+        return None, None, "sendbuf must be C-contiguous (the plan sends from it)"
+    if np.shares_memory(sendbuf, recvbuf):
+        return None, None, "sendbuf overlaps recvbuf, expected MPI.IN_PLACE or separate buffers"
     if sendbuf.shape != recvbuf.shape or sendbuf.dtype != recvbuf.dtype:
         return None, None, (f"sendbuf {sendbuf.shape}/{sendbuf.dtype} and recvbuf {recvbuf.shape}/{recvbuf.dtype} "
                             "differ, expected the same shape and type")
@@ -123,7 +127,7 @@ class Plan:
         self._running = False
         row = recvbuf.shape[1:]
         self._arena = np.empty((program.arena_rows,) + row, dtype=recvbuf.dtype)
-        spaces = (recvbuf, self._arena)
+        spaces = (recvbuf, self._arena, sendbuf)
         view = lambda piece: spaces[piece[0]][piece[1]:piece[2]]   # noqa: E731
         n = len(program)
         self._kind = program.kind
@@ -138,8 +142,8 @@ class Plan:
         for i in range(n):
             k = self._kind[i]
             if k == REDUCE:
-                self._action[i] = operator.apply_pairs(
-                    [(view(d), view(s)) for d, s in program.layout[i]], program.side[i])
+                self._action[i] = operator.apply(
+                    [(view(d), view(s), view(o)) for d, s, o in program.layout[i]], program.side[i])
             elif k == COPY:
                 self._action[i] = _copier([view(s) for s in program.layout[i][0]],
                                           [view(d) for d in program.layout[i][1]])
@@ -554,7 +558,7 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
         sendbuf, recvbuf, problem = _check_buffers(schedule, sendbuf, recvbuf)
         if problem is None:
             operator.check(recvbuf)
-            program = compile_rank(schedule, comm.Get_rank())
+            program = compile_rank(schedule, comm.Get_rank(), separate_input=sendbuf is not recvbuf)
             tag_ub = comm.Get_attr(MPI.TAG_UB)
             if program.max_tag > tag_ub:
                 problem = (f"tag {program.max_tag} exceeds MPI_TAG_UB={tag_ub} of this MPI library, "
