@@ -154,7 +154,12 @@ def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) ->
     ops = schedule.ops_for(rank)
     mem = _Memory(schedule.bounds, separate_input)
     prog = RankProgram(rank, schedule.p, schedule.count, schedule.label())
-    for op in ops:
+    last_write: dict[tuple[str, int], int] = {}   # last reduction or copy writing each scratch block
+    for idx, op in enumerate(ops):
+        if op.kind in ("reduce", "copy") and op.dst != "data":
+            for b in op.blocks:
+                last_write[(op.dst, b)] = idx
+    for idx, op in enumerate(ops):
         kind = op.kind
         if kind == "send":
             src = _merge([mem.read(op.buf, b) for b in op.blocks])
@@ -177,7 +182,9 @@ def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) ->
                     layout = ((ARENA, lo, lo + n), target)
             else:
                 target = _merge([mem.piece("data", b) for b in op.into])
-                if len(target) == 1 and not op.deps:
+                # no earlier op touched these rows when every read went to the input
+                untouched = mem.separate_input and not any(b in mem.written for b in op.into)
+                if len(target) == 1 and (untouched or not op.deps):
                     layout = (target[0], None)
                 else:
                     lo = mem.take(n)
@@ -196,9 +203,16 @@ def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) ->
             prog.tag.append(-1)
         else:
             src = [mem.read(op.src, b) for b in op.src_blocks]
-            dst = [mem.piece(op.dst, b) for b in op.blocks]
-            layout = (src, dst)
-            mem.wrote(op.dst, op.blocks)
+            if op.dst != "data" and all(p[0] == INPUT for p in src) and \
+                    all(last_write.get((op.dst, b), -1) <= idx for b in op.blocks):
+                # a scratch copy of the input nothing writes again: alias the input rows
+                for b, piece in zip(op.blocks, src):
+                    mem.where[(op.dst, b)] = piece
+                layout = ([], [])
+            else:
+                dst = [mem.piece(op.dst, b) for b in op.blocks]
+                layout = (src, dst)
+                mem.wrote(op.dst, op.blocks)
             prog.kind.append(COPY)
             prog.peer.append(-1)
             prog.tag.append(-1)

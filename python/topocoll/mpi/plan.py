@@ -354,7 +354,7 @@ class _AbortOnError:
 
 
 #: largest message (bytes) of a plan that runs as a fixed script by default
-SCRIPT_BYTES = 16384
+SCRIPT_BYTES = 1 << 18
 PROGRESS = ("auto", "dataflow", "script")
 
 
