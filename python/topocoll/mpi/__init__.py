@@ -15,9 +15,8 @@
 from .api import (DEFAULTS, Piece, SplitRequest, allreduce, alltoall, barrier, bcast, choose, composite,
                   execute, free_plans, iallreduce, reduce_scatter)
 from .compile import RankProgram, compile_rank
-from .executor import execute_mpi
 from .plan import Plan, plan
 
 __all__ = ["plan", "Plan", "execute", "allreduce", "iallreduce", "SplitRequest", "reduce_scatter", "alltoall",
            "bcast", "barrier", "composite", "Piece", "choose", "DEFAULTS", "free_plans", "compile_rank",
-           "RankProgram", "execute_mpi"]
+           "RankProgram"]

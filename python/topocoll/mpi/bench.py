@@ -49,8 +49,7 @@ with ``MPI_Reduce_scatter_block`` over a user-defined non-commutative
 *over* operator as the baseline.
 
 Executor: :func:`make_plan` uses ``topocoll.mpi.plan`` (compiled once,
-bound to the buffers like an MPI-4 persistent collective) when the package
-has it, else a one-shot adapter over :func:`topocoll.mpi.execute_mpi`.
+bound to the buffers like an MPI-4 persistent collective).
 """
 
 from __future__ import annotations
@@ -374,33 +373,14 @@ def library_name() -> str:
     return " ".join(lines[0].split(",")[0].split())   # "Open MPI v5.0.11, package: ...": the name only
 
 
-# ---- the executor: plan if it exists -----------------------------------------------------------
-
-class _OneShotPlan:
-    """Stands in for ``topocoll.mpi.plan`` until it exists: the same calls,
-    each ``run`` a fresh :func:`~topocoll.mpi.execute_mpi` (setup included)."""
-
-    def __init__(self, schedule, sendbuf, recvbuf, *, op, comm):
-        op = _over_kernel if op == "over" else op
-        self.schedule, self.sendbuf, self.recvbuf, self.op, self.comm = schedule, sendbuf, recvbuf, op, comm
-
-    def run(self):
-        from .executor import execute_mpi
-
-        self.recvbuf = execute_mpi(self.schedule, self.sendbuf, self.recvbuf, op=self.op, comm=self.comm)
-
-    def free(self):
-        pass
-
+# ---- the executor ------------------------------------------------------------------------------
 
 def make_plan(schedule, sendbuf, recvbuf=None, *, op="sum", comm=None):
-    """A plan of ``schedule`` bound to the buffers: ``run()``, ``recvbuf``, ``free()``."""
-    from .. import mpi as package
+    """A plan of ``schedule`` bound to the buffers (:func:`topocoll.mpi.plan`):
+    ``run()``, ``recvbuf``, ``free()``."""
+    from .plan import plan
 
-    planner = getattr(package, "plan", None)   # the submodule, not callable, until __init__ exports it
-    if callable(planner):
-        return planner(schedule, sendbuf, recvbuf, op=op, comm=comm)
-    return _OneShotPlan(schedule, sendbuf, recvbuf, op=op, comm=comm)
+    return plan(schedule, sendbuf, recvbuf, op=op, comm=comm)
 
 
 # ---- choosing what runs -----------------------------------------------------------------------
@@ -857,13 +837,6 @@ def _result(comm, clock: Clock, collective: str, rows: list, *, seed: int, image
 
 
 # ---- compositing: frames per second -----------------------------------------------------------
-
-def _over_kernel(front: np.ndarray, back: np.ndarray) -> np.ndarray:
-    """The over operator for the one-shot executor: the Rust kernel (a plan names it ``"over"``)."""
-    from ..imaging import over
-
-    return over(front, back)
-
 
 def over_user_function(inbuf, inoutbuf, datatype=None) -> None:
     """MPI user function of the over operator on premultiplied RGBA float32:

@@ -72,7 +72,7 @@ def check_blocks(schedule: Schedule) -> None:
     """Every block index of every op lies in ``0 .. nblocks - 1``.
 
     Checked before replay: an index beyond the blocks would otherwise verify
-    under an idempotent operator and raise IndexError in ``execute_mpi``.
+    under an idempotent operator and raise IndexError in the MPI executor (``topocoll.mpi.plan``).
     """
     nb = schedule.nblocks
     for rank, rank_ops in enumerate(schedule.ops):

@@ -218,7 +218,7 @@ def verify(schedule: Schedule, op: str | None = None, *, on_round_end=None, on_t
     :class:`VerificationError` naming rank, buffer block and expected versus
     found contributions otherwise. Matching follows MPI's posting order
     (MPI-3.1 §3.5) under rendezvous sends, so a schedule that passes runs
-    under ``execute_mpi`` and any MPI, eager or rendezvous. If ``warnings``
+    under ``topocoll.mpi.plan`` and any MPI, eager or rendezvous. If ``warnings``
     is a list, the :class:`VerifyWarning` s of :func:`verify_report` are
     appended to it (tracking them costs a little, so only then).
     """

@@ -6,7 +6,7 @@ mutants of every generator they apply to, each of which must be rejected:
     (MPI-3.1 §3.5), so under rendezvous sends this hangs;
 (b) a receive sized as another block (uneven blocks): MPI fails with
     "message truncated" or leaves bytes unwritten;
-(c) a block index beyond the schedule's blocks: IndexError in execute_mpi.
+(c) a block index beyond the schedule's blocks: IndexError in the MPI executor.
 
 Each diagnosis names rank, op index and channel.
 """
@@ -258,7 +258,7 @@ def test_block_out_of_range_is_rejected(case):
 def test_issue_example_recv_into_block_2_of_one_block_schedule():
     # butterfly_virtual at P = 5 holds every contribution more than once, so
     # under max a lost round-1 message left the result intact: the old
-    # verifier passed it, execute_mpi raised IndexError
+    # verifier passed it, the MPI executor raised IndexError
     sched = generate("allreduce", "butterfly_virtual", 5)
     assert sched.nblocks == 1
     i, op = next((i, op) for i, op in enumerate(sched.ops[2]) if op.kind == "recv" and op.round == 1)
