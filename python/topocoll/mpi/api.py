@@ -281,11 +281,15 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     problem = _same_shape(send, recv, "allreduce")
     pl = _prepare("allreduce", "allreduce", algorithm, params, send.shape[0], send.shape[1:], send.dtype, op,
                   comm, tuning, transport, check, problem)
-    if pl is None:
-        return recv
-    pl.recvbuf[...] = send
-    pl.run()
-    recv[...] = pl.recvbuf
+    return _run_through(pl, send, recv)
+
+
+def _run_through(pl: Plan | None, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
+    """The one-shot form: input into the plan's buffer, run, result out."""
+    if pl is not None:   # None: a zero-count call, nothing moves
+        pl.recvbuf[...] = send
+        pl.run()
+        recv[...] = pl.recvbuf
     return recv
 
 
@@ -388,12 +392,7 @@ def alltoall(sendbuf, recvbuf=None, *, comm=None, algorithm: str = "auto", tunin
         problem = f"sendbuf has {send.shape[0]} elements, expected P={comm_.Get_size()} equal blocks"
     pl = _prepare("alltoall", "alltoall", algorithm, params, send.shape[0], send.shape[1:], send.dtype, "sum",
                   comm, tuning, transport, check, problem)
-    if pl is None:
-        return recv
-    pl.recvbuf[...] = send
-    pl.run()
-    recv[...] = pl.recvbuf
-    return recv
+    return _run_through(pl, send, recv)
 
 
 def bcast(buf, root: int = 0, *, comm=None, algorithm: str = "auto", tuning=None, transport: str = "p2p",
