@@ -225,6 +225,8 @@ def _prepare(name: str, collective: str, algorithm: str, params: dict, count: in
                            "expected an associative algorithm (e.g. pairwise_exchange, rabenseifner, radix_k)")
     except TopocollError as exc:
         problem = str(exc)
+    except Exception as exc:   # noqa: BLE001 - every rank must hear it, not hang
+        problem = f"{type(exc).__name__}: {exc}"
     signature = (("call", name), ("algorithm", algorithm), ("parameters", repr(_frozen(params))), ("P", p),
                  ("count", count), ("element", f"{np.dtype(dtype).str}{list(row_shape)}"),
                  ("operator", getattr(operator, "name", repr(op))), ("transport", transport))

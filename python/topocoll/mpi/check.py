@@ -164,6 +164,37 @@ def suite(report: Report, seed: int) -> None:
     check_schedule(report, sched, "sum", seed=seed, runs=100)
     check_api(report, seed)
     check_split(report, seed)
+    check_tag_bound(report)
+
+
+def check_tag_bound(report: Report) -> None:
+    """A schedule whose tags exceed ``MPI_TAG_UB`` is refused on every rank
+    with one line, before anything is posted."""
+    from mpi4py import MPI
+
+    from ..schedules.ir import Recv, Schedule, Send
+    from .plan import plan
+
+    comm = report.comm
+    p = comm.Get_size()
+    tag = comm.Get_attr(MPI.TAG_UB) + 1
+    ops = [[Send((r + 1) % p, "data", (0,), tag, 0), Recv((r - 1) % p, "data", (0,), (0,), tag, 0)]
+           for r in range(p)]
+    sched = Schedule.from_ops("allreduce", ops, count=1)
+    try:
+        plan(sched, np.zeros(1), comm=comm).free()
+        bad = ["accepted"]
+    except SpecError as exc:
+        bad = [] if f"exceeds MPI_TAG_UB={tag - 1}" in str(exc) else [str(exc)]
+    report.case("a tag beyond MPI_TAG_UB is refused on every rank", bad)
+    # a malformed schedule (rank r's input block r of a 1-block vector): one error everywhere, no hang
+    broken = Schedule.from_ops("allgather", [[] for _ in range(p)], count=1)
+    try:
+        plan(broken, np.zeros(1), comm=comm).free()
+        bad = [] if p == 1 else ["accepted"]
+    except SpecError as exc:
+        bad = [] if "IndexError" in str(exc) else [str(exc)]
+    report.case("a malformed schedule is refused on every rank", bad)
 
 
 def disagree(comm, field: str) -> None:

@@ -565,6 +565,8 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
                            "expected a schedule with fewer rounds")
     except TopocollError as exc:
         problem = str(exc)
+    except Exception as exc:   # noqa: BLE001 - a malformed schedule: every rank must hear it, not hang
+        problem = f"{type(exc).__name__}: {exc}"
     dummy = np.empty((0,), np.uint8) if recvbuf is None else recvbuf
     name = operator.name if operator is not None else repr(op)
     signature = _signature(schedule, dummy, operator or _Named(name), transport)
