@@ -232,7 +232,7 @@ def main(argv=None) -> int:
 
     args, params = _parse(argv)
     comm = MPI.COMM_WORLD
-    rank, p = comm.Get_rank(), comm.Get_size()
+    p = comm.Get_size()
     if args.fail_rank is not None and not 0 <= args.fail_rank < p:
         raise SpecError(f"--fail-rank {args.fail_rank}, expected a rank in 0..{p - 1} (the job has {p} ranks)")
     report = Report(comm, args.seed)

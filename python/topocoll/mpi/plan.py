@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import SpecError, TopocollError
 from ..schedules.ir import Schedule
-from .compile import ARENA, COPY, DATA, RECV, REDUCE, SEND, RankProgram, compile_rank
+from .compile import COPY, RECV, REDUCE, SEND, RankProgram, compile_rank
 from .operators import Operator, as_operator
 
 TRANSPORTS = ("p2p", "rma")
@@ -117,7 +117,6 @@ class Plan:
 
     def __init__(self, schedule: Schedule, program: RankProgram, comm, sendbuf, recvbuf,
                  operator: Operator, transport: str, progress: str = "auto"):
-        MPI = _mpi()
         self.schedule, self.program, self.comm = schedule, program, comm
         self.sendbuf, self.recvbuf = sendbuf, recvbuf
         self.operator, self.transport = operator, transport
@@ -137,7 +136,6 @@ class Plan:
         self._nwait0 = [len(d) + (k == RECV) for d, k in zip(program.deps, program.kind)]
         self._ready0 = [i for i in range(n) if self._nwait0[i] == 0]
         self._action: list[Callable | None] = [None] * n
-        self._req_of = [-1] * n
         self._transport = _make_transport(transport, self, view)
         for i in range(n):
             k = self._kind[i]
@@ -156,7 +154,6 @@ class Plan:
             else None
         self._inputs = [(sendbuf[lo:hi], recvbuf[lo:hi]) for lo, hi in program.input_rows] \
             if sendbuf is not recvbuf else []
-        self._MPI = MPI
 
     # ---- running -----------------------------------------------------------------------------
     def start(self) -> None:

@@ -81,7 +81,6 @@ class PointToPoint:
             self.requests.append(req)
             self.op_of.append(i)
         self.recvs = recvs
-        self.unpack_default = None
 
     def begin(self) -> None:
         if self.recvs:
