@@ -317,6 +317,49 @@ def cross_checks(exe: Path, tmp: Path) -> list[str]:
     return notes
 
 
+#: torus shapes whose every route topocoll's ``dor:tie=simgrid`` must share with SimGrid (the last is TORUS's)
+ROUTE_SHAPES = ((8,), (4, 4), (3, 4, 5), (8, 8), (2, 3, 4), (4, 6, 8), (8, 8, 8))
+
+
+def route_check() -> str:
+    """One note: topocoll's ``dor:tie=simgrid`` routes against those SimGrid's
+    Python bindings print (``smpi/torus_routes.py``; Debian ``python3-simgrid``,
+    installed here when ``/usr/bin/python3`` cannot import it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torus_routes", HERE / "smpi" / "torus_routes.py")
+    torus_routes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torus_routes)
+    why = torus_routes.simgrid_available()
+    if why is not None and shutil.which("apt-get") and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "python3-simgrid"]
+        for cmd in (install, ["apt-get", "update"], install):
+            print(f"[bench] smpi: {' '.join(cmd)}", file=sys.stderr, flush=True)
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900).returncode == 0
+            if done and cmd is install:
+                break
+        why = torus_routes.simgrid_available()
+    if why is not None:
+        return f"Torus routes against SimGrid's: not checked ({why})."
+    shapes = [list(s) for s in ROUTE_SHAPES]
+    start = time.perf_counter()
+    try:
+        same = torus_routes.compare(shapes, "dor:tie=simgrid")
+        positive = torus_routes.compare([shapes[-1]], "dor:tie=positive")
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        return f"Torus routes against SimGrid's: {e}."
+    wall = time.perf_counter() - start
+    names = ", ".join("×".join(map(str, s)) for s in ROUTE_SHAPES)
+    verdict = ("identical hop by hop" if same["mismatches"] == 0 else
+               f"different on {same['mismatches']:,} pairs (first: {same['first']})")
+    return (f"Torus routes: topocoll's `dor:tie=simgrid` and SimGrid {same['version']}'s `TorusZone` (`Host.route_to` "
+            f"from Debian's `python3-simgrid`, a `<cluster topology=\"TORUS\">` with the table's attributes) are "
+            f"{verdict} on {len(ROUTE_SHAPES)} shapes ({names}), {same['pairs']:,} ordered pairs; the default "
+            f"`tie=positive` differs on {positive['mismatches']:,} of the {positive['pairs']:,} pairs of the 8×8×8 "
+            f"torus (the check took {wall:.1f} s).")
+
+
 HEADING = "## SMPI (SimGrid) and topocoll's simulator side by side"
 
 
@@ -370,6 +413,7 @@ def run() -> str:
                 f"{f'{flow_wall:.2f}' if flow is not None else '-'} | {speedup} |")
         print("[bench] smpi: cross-checks", file=sys.stderr, flush=True)
         checks = cross_checks(exe, tmp)
+        checks.append(route_check())
     platforms = "; ".join(
         f"{m.name}: `{m.spec}` ↔ `<cluster{m.cluster} .../>` ({m.hosts} hosts)" for m in MACHINES)
     return "\n".join([

@@ -124,7 +124,7 @@ def writable_file(option: str, path: str | os.PathLike) -> Path:
     any work is done, so a typo does not cost the run)."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
-    if not str(path).strip() or p.is_dir():
+    if not str(path).strip() or p.is_dir() or str(path).endswith(("/", os.sep)):
         raise SpecError(f"{option} {str(path)!r}, expected a file name to write")
     if not parent.is_dir():
         raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} does not exist, expected an "

@@ -9,6 +9,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use crate::error::CoreError;
+use crate::routing::bfs::{endpoint_diameter, Diameter};
 use crate::routing::dragonfly::Dragonfly;
 use crate::routing::fattree::{FatTreeRule, Xgft};
 use crate::routing::graph::Graph;
@@ -77,8 +78,9 @@ fn tie(name: &str) -> PyResult<Tie> {
         "positive" => Ok(Tie::Positive),
         "negative" => Ok(Tie::Negative),
         "source-parity" => Ok(Tie::SourceParity),
+        "simgrid" => Ok(Tie::SimGrid),
         _ => Err(CoreError::InvalidArgument(format!(
-            "tie={:?}, expected 'positive', 'negative' or 'source-parity'",
+            "tie={:?}, expected 'positive', 'negative', 'source-parity' or 'simgrid'",
             name
         ))
         .into()),
@@ -192,6 +194,13 @@ impl PyRouter {
         valiant_seed: Option<u64>,
     ) -> PyResult<Self> {
         let df = Dragonfly::new(a, p, h, g)?;
+        if valiant_seed.is_some() && g < 3 {
+            return Err(CoreError::InvalidArgument(format!(
+                "valiant: g={} groups, expected >= 3 (an intermediate group other than source and destination)",
+                g
+            ))
+            .into());
+        }
         let gr = graph(df.n_nodes() as usize, df.n_endpoints() as usize, src, dst)?;
         Ok(PyRouter {
             inner: Router {
@@ -365,7 +374,28 @@ impl PyRouter {
     }
 }
 
+/// Largest endpoint-to-endpoint hop count over switch-only paths:
+/// `(hops, None)`, or `(None, (from, to))` for an endpoint pair without path.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn routing_endpoint_diameter(
+    py: Python<'_>,
+    n_nodes: usize,
+    n_endpoints: usize,
+    src: PyReadonlyArray1<u32>,
+    dst: PyReadonlyArray1<u32>,
+) -> PyResult<(Option<u32>, Option<(u32, u32)>)> {
+    let (s, d) = (src.as_slice()?, dst.as_slice()?);
+    Ok(
+        match py.allow_threads(|| endpoint_diameter(n_nodes, n_endpoints, s, d))? {
+            Diameter::Hops(h) => (Some(h), None),
+            Diameter::Unreachable { from, to } => (None, Some((from, to))),
+        },
+    )
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(routing_endpoint_diameter, m)?)?;
     m.add_function(wrap_pyfunction!(routing_xgft_links, m)?)?;
     m.add_function(wrap_pyfunction!(routing_torus_links, m)?)?;
     m.add_function(wrap_pyfunction!(routing_dragonfly_links, m)?)?;

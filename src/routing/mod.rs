@@ -5,6 +5,7 @@
 //! `weights`, 1.0 except for the flow-level adaptive split), and can add the
 //! load of a batch straight into a per-link counter without materialising it.
 
+pub mod bfs;
 pub mod dragonfly;
 pub mod fattree;
 pub mod graph;

@@ -16,6 +16,9 @@ pub enum Tie {
     Negative,
     /// + if the source coordinate is even, - otherwise (balances the two)
     SourceParity,
+    /// SimGrid's `TorusZone::get_local_route`: + except from coordinate k/2
+    /// to coordinate 0, which goes - (on a ring of 8, 4 -> 0 goes 4, 3, 2, 1, 0)
+    SimGrid,
 }
 
 #[derive(Clone, Debug)]
@@ -152,6 +155,16 @@ impl Torus {
                         -bwd
                     }
                 }
+                // SimGrid goes + when the target is ahead within k/2 without
+                // wrapping (cd <= cs + k/2) or, from cs > k/2, with it
+                // (cd <= cs - k/2): of the ties only cs = k/2, cd = 0 fails both
+                Tie::SimGrid => {
+                    if cd == 0 && cs as i64 == k / 2 {
+                        -bwd
+                    } else {
+                        fwd
+                    }
+                }
             }
         }
     }
@@ -276,5 +289,40 @@ mod tests {
                 assert_eq!(p.len() as i64, hops);
             }
         }
+    }
+
+    #[test]
+    fn simgrid_tie_matches_torus_zone_condition() {
+        // SimGrid's TorusZone::get_local_route goes + iff
+        // (t > m && t <= m + k/2) || (m > k/2 && (m + k/2) % k >= t)
+        for k in 3..=12u64 {
+            let t = Torus::new(&[k], &[true]).unwrap();
+            for m in 0..k {
+                for d in 0..k {
+                    let off = t.offset(0, m, d, Tie::SimGrid);
+                    if m == d {
+                        assert_eq!(off, 0);
+                        continue;
+                    }
+                    let h = k / 2;
+                    let plus = (d > m && d <= m + h) || (m > h && (m + h) % k >= d);
+                    let hops = if plus {
+                        (d + k - m) % k
+                    } else {
+                        (m + k - d) % k
+                    };
+                    assert_eq!(
+                        off,
+                        if plus { hops as i64 } else { -(hops as i64) },
+                        "k={k} {m}->{d}"
+                    );
+                }
+            }
+        }
+        let ring = Torus::new(&[8], &[true]).unwrap();
+        assert_eq!(ring.offset(0, 4, 0, Tie::SimGrid), -4);
+        assert_eq!(ring.offset(0, 0, 4, Tie::SimGrid), 4);
+        assert_eq!(ring.offset(0, 5, 1, Tie::SimGrid), 4);
+        assert_eq!(ring.offset(0, 4, 0, Tie::Positive), 4);
     }
 }

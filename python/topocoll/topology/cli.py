@@ -9,6 +9,7 @@ effective bisection bandwidth over N random bisections (seed printed).
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..argtypes import bounded_int, seed, writable_file
 from ..errors import SpecError
 from .draw import draw_svg
 from .metrics import effective_bisection_bandwidth, link_loads, load_histogram, pattern_pairs, summary
-from .order import node_order
+from .order import describe_rails, node_order
 from .routing import make_router
 from .spec import parse_topology
 
@@ -40,6 +41,9 @@ def add_topo_parser(subparsers):
                         "dor:order=zyx, adaptive, minimal, valiant, ibroute:path=DIR (family default if omitted)")
     p.add_argument("--order", default="routing",
                    help="identity, routing, random, blocked:2x2x2, hostfile:PATH, slurm:PATH (default routing)")
+    p.add_argument("--rail", default=None, metavar="first|round-robin|N",
+                   help="multi-rail hosts in hostfile:/slurm: orders: first adapter (default), round-robin "
+                        "(one rank per adapter, in turn) or adapter N (0-based: 0 = mlx5_0 or HCA-1)")
     p.add_argument("--ranks", type=bounded_int(1, MAX_RANKS, what="ranks"), default=None,
                    help="number of ranks (all endpoints by default)")
     p.add_argument("--pattern", action="append", default=[],
@@ -48,6 +52,9 @@ def add_topo_parser(subparsers):
                    help=f"effective bisection bandwidth over N random bisections (at most {MAX_BISECTIONS})")
     p.add_argument("--seed", type=seed, default=0, help="seed of random orders, patterns and bisections (default 0)")
     p.add_argument("--draw", default=None, metavar="OUT.svg", help="draw the topology with the last pattern's loads")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on the first defect of real-fabric input (a corrupt or incomplete ibroute dump) "
+                        "instead of skipping that switch's table with a warning")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=topo_command)
     return p
@@ -62,6 +69,12 @@ def _bw(x):
     return f"{x:.4g} B/s"
 
 
+def _strict_option(args) -> dict:
+    """``strict=True`` for an engine that reads real-fabric dumps when ``--strict`` is given."""
+    name = (args.routing or "").partition(":")[0].strip()
+    return {"strict": True} if getattr(args, "strict", False) and name == "ibroute" else {}
+
+
 def topo_command(args) -> int:
     """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
     if args.draw:
@@ -70,10 +83,19 @@ def topo_command(args) -> int:
     out = summary(topo)
     router = None
     if args.pattern or args.ebb or args.routing or args.draw:
-        router = make_router(topo, args.routing)
+        router = make_router(topo, args.routing, **_strict_option(args))
         out["routing"] = router.name + "".join(f":{k}={v}" for k, v in router.options.items())
-    order = node_order(topo, args.order, seed=args.seed, n_ranks=args.ranks)
+        for text in router.warnings:       # now: a later error must not hide what was skipped
+            print(f"warning: {text}", file=sys.stderr)
+        out.setdefault("warnings", []).extend(router.warnings)
+    order = node_order(topo, args.order, seed=args.seed, n_ranks=args.ranks, rail=args.rail)
     out["order"] = args.order
+    aggregation = topo.params.get("aggregation_nodes") or ()
+    if aggregation:
+        out["aggregation_nodes"] = len(aggregation)
+    rails = describe_rails(topo, args.rail, args.order)
+    if rails:
+        out["rails"] = rails
     out["seed"] = args.seed
     loads = None
     out["patterns"] = []
@@ -103,6 +125,11 @@ def topo_command(args) -> int:
           f"({out['cables']} full-duplex cables)")
     print(f"diameter   {out['diameter']} hops")
     print(f"bisection  {_bw(out['bisection_bandwidth'])} (theoretical, one direction)")
+    if aggregation:
+        print(f"set aside  {len(aggregation)} SHARP aggregation node{'s' if len(aggregation) > 1 else ''} "
+              "recognised, not counted as endpoints")
+    if rails:
+        print(f"rails      {rails}")
     if router is not None:
         print(f"routing    {out['routing']}   order {args.order}   ranks {len(order)}   seed {args.seed}")
     for p in out["patterns"]:

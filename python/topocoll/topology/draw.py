@@ -8,6 +8,7 @@ its two directions, idle cables grey.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -62,9 +63,13 @@ def draw_svg(topology: Topology, path, loads=None) -> Path:
     Raises
     ------
     SpecError
-        More than 2,000 nodes (too many to read in a drawing).
+        More than 2,000 nodes (too many to read in a drawing), or ``path``
+        cannot be written (its directory is missing or read-only).
     """
     t = topology
+    if str(path).endswith(("/", os.sep)):   # Path() would drop the slash and write a file of that name
+        raise SpecError(f"draw: {str(path)!r} names a directory, expected a file such as "
+                        f"{str(path) + 'topology.svg'!r}")
     if t.n_nodes > MAX_NODES:
         raise SpecError(f"--draw: {t.spec} has {t.n_nodes} nodes, expected at most {MAX_NODES} to draw")
     x, y = _positions(t)
@@ -91,5 +96,9 @@ def draw_svg(topology: Topology, path, loads=None) -> Path:
            f'<text x="10" y="{h - 15:.0f}" font-family="sans-serif" font-size="12">{t.spec} — max link load {top:g}</text>\n'
            + "\n".join(parts) + "\n</svg>\n")
     path = Path(path)
-    path.write_text(svg)
+    try:
+        path.write_text(svg)
+    except OSError as e:   # a missing or read-only directory, a directory given as the file
+        raise SpecError(f"draw: cannot write {str(path)!r} ({e.strerror or e}), expected a file in an existing, "
+                        "writable directory") from None
     return path

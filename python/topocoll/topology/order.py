@@ -11,9 +11,25 @@
 ``hostfile:PATH``      hosts listed in a hostfile, matched to endpoint names
 ``slurm:PATH``         nodes of a Slurm ``topology.conf``, leaf switch by leaf switch
 =====================  ==========================================================
+
+Multi-rail hosts (one host name, several adapters: ``"node01 mlx5_0"`` ..
+``"node01 mlx5_3"``) are every adapter an endpoint. A host named in a
+hostfile or ``topology.conf`` maps to its adapters by ``rail=``:
+
+- ``"first"`` (default): one rank per host, on its first adapter;
+- ``"round-robin"``: one rank per adapter, the host's consecutive ranks on
+  its adapters in turn (slot counts are still ignored: one rank per endpoint);
+- ``N`` (an int, 0-based): one rank per host, on adapter N; a host with N or
+  fewer adapters is an error naming the host.
+
+A host's adapters are numbered by adapter name (``mlx5_0`` < ``mlx5_1``,
+``HCA-1`` < ``HCA-2``, numbers compared as numbers), then by node GUID: rail
+0 is ``mlx5_0`` or ``HCA-1``. :func:`describe_rails` says what was done.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -21,10 +37,13 @@ from topocoll.errors import SpecError, TopologyError
 
 from .network import Topology
 from .routing import routing_order
+from .torus import _whole
 
-__all__ = ["node_order", "ORDERS"]
+__all__ = ["node_order", "ORDERS", "RAILS", "host_adapters", "describe_rails"]
 
 ORDERS = ("identity", "routing", "random", "blocked", "hostfile", "slurm")
+#: named rail choices; an adapter number N >= 0 is accepted too
+RAILS = ("first", "round-robin")
 
 
 def _blocked(topology, block_text):
@@ -54,22 +73,89 @@ def _blocked(topology, block_text):
     return coord @ stride
 
 
-def _by_names(topology, names, source):
-    index = {}
-    for i, n in enumerate(topology.endpoint_names()):
-        index.setdefault(n, i)
+def _parse_rail(rail):
+    """``None``/``'first'``/``'round-robin'``/``N`` -> ``'first'``, ``'round-robin'`` or an int."""
+    if rail is None:
+        return "first"
+    if isinstance(rail, str) and rail in RAILS:
+        return rail
+    try:
+        n = int(rail)
+        ok = not isinstance(rail, bool) and n >= 0 and str(rail).strip().lstrip("+").isdigit()
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise SpecError(f"rail={rail!r}: expected first, round-robin or an adapter number N >= 0 (0-based)")
+    return n
+
+
+def _natural(text):
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text) if t]
+
+
+def host_adapters(topology: Topology) -> dict:
+    """Endpoints by host name, each host's adapters in rail order.
+
+    Returns
+    -------
+    dict
+        ``{host: [endpoint, ...]}`` in endpoint order of each host's first
+        adapter; a host's adapters sorted by adapter name (``mlx5_0`` <
+        ``mlx5_1``, ``HCA-1`` < ``HCA-2``), then node GUID, then endpoint id.
+    """
+    n = topology.n_endpoints
+    adapters = topology.params.get("adapters") or ("",) * n
+    guids = topology.params.get("guids") or ("",) * n
+    groups = {}
+    for i, name in enumerate(topology.names[:n]):
+        groups.setdefault(name, []).append(i)
+    for name, eps in groups.items():
+        if len(eps) > 1:
+            eps.sort(key=lambda e: (adapters[e] == "", _natural(adapters[e]), guids[e], e))
+    return groups
+
+
+def describe_rails(topology: Topology, rail=None, order: str | None = None) -> str | None:
+    """One line on multi-rail hosts and how ranks were put on them; None
+    when every host has one adapter."""
+    multi = [len(v) for v in host_adapters(topology).values() if len(v) > 1]
+    if not multi:
+        return None
+    rail = _parse_rail(rail)
+    span = f"{min(multi)}" if min(multi) == max(multi) else f"{min(multi)}-{max(multi)}"
+    hosts = f"{len(multi)} host{'s' if len(multi) > 1 else ''} with {span} adapters"
+    if order is not None and order.partition(":")[0] not in ("hostfile", "slurm"):
+        return f"{hosts}; order {order} places ranks on every adapter (--rail applies to hostfile:/slurm: orders)"
+    how = {"first": "mapped to each host's first adapter (rail 0)",
+           "round-robin": "mapped round-robin (one rank per adapter, a host's ranks on its adapters in turn)"}
+    return f"{hosts}, {how.get(rail, f'mapped to adapter {rail} (0-based) of each host')}"
+
+
+def _by_names(topology, names, source, rail="first"):
+    groups = host_adapters(topology)
     out, seen = [], set()
     for n in names:
-        if n not in index:
+        if n not in groups:
             raise TopologyError(f"order from {source}: host {n!r} is not an endpoint of {topology.spec}")
         if n in seen:
             continue
         seen.add(n)
-        out.append(index[n])
+        eps = groups[n]
+        if rail == "round-robin":
+            out.extend(eps)
+        elif rail == "first":
+            out.append(eps[0])
+        elif rail < len(eps):
+            out.append(eps[rail])
+        else:
+            have = f"{len(eps)} adapters (rails 0-{len(eps) - 1})" if len(eps) > 1 else "1 adapter (rail 0 only)"
+            raise TopologyError(f"order from {source}: host {n!r} has {have}, expected at least {rail + 1} "
+                                f"for rail={rail}")
     return np.array(out, dtype=np.int64)
 
 
-def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_ranks: int | None = None) -> np.ndarray:
+def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_ranks: int | None = None,
+               rail=None) -> np.ndarray:
     """Rank -> endpoint mapping.
 
     Parameters
@@ -82,6 +168,9 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
     n_ranks : int, optional
         Number of ranks (all endpoints, or all listed hosts, by default); the
         first ``n_ranks`` entries of the order are returned.
+    rail : {"first", "round-robin"} or int, optional
+        ``hostfile:``/``slurm:`` orders only: which adapter(s) of a
+        multi-rail host (module docstring); ``"first"`` if omitted.
 
     Returns
     -------
@@ -91,9 +180,10 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
     Raises
     ------
     SpecError
-        Unknown order, bad block, or more ranks than endpoints.
+        Unknown order, bad block, more ranks than endpoints, or ``rail``
+        given with an order that names no hosts.
     TopologyError
-        A host listed in a file is not an endpoint.
+        A host listed in a file is not an endpoint, or has no adapter ``rail``.
 
     Examples
     --------
@@ -103,6 +193,8 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
     """
     kind, _, arg = name.partition(":")
     n = topology.n_endpoints
+    if rail is not None and kind not in ("hostfile", "slurm"):
+        raise SpecError(f"order {name!r}: rail={rail!r} applies to hostfile:PATH and slurm:PATH orders only")
     if kind == "identity":
         order = np.arange(n, dtype=np.int64)
     elif kind == "routing":
@@ -118,12 +210,12 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
             raise SpecError(f"order {name!r}: expected {kind}:PATH")
         from .io.slurm import read_hostfile, read_slurm_topology_order
         names = read_hostfile(arg) if kind == "hostfile" else read_slurm_topology_order(arg)
-        order = _by_names(topology, names, arg)
+        order = _by_names(topology, names, arg, _parse_rail(rail))
     else:
         raise SpecError(f"order {name!r}: expected one of identity, routing, random, blocked:AxBxC, hostfile:PATH, slurm:PATH")
     if n_ranks is not None:
-        if isinstance(n_ranks, bool) or int(n_ranks) < 1:
-            raise SpecError(f"order: n_ranks={n_ranks}, expected >= 1")
+        if not _whole(n_ranks) or n_ranks < 1:   # int(3.7) would silently place 3 ranks
+            raise SpecError(f"order: n_ranks={n_ranks!r}, expected an integer >= 1")
         if int(n_ranks) > len(order):
             raise SpecError(f"order {name!r}: {n_ranks} ranks but only {len(order)} endpoints available on {topology.spec}")
         order = order[: int(n_ranks)]

@@ -12,10 +12,13 @@ fat trees          ``d-mod-k`` (default)  Zahavi's destination-mod-k up-port cho
                    ``up-down``            up*/down* from the top switches
 torus / mesh       ``dor`` (default)      dimension order (``order='xyz'``), shortest
                                           direction, ``tie='positive'``
+                                          (``'simgrid'``: SimGrid's TorusZone, +
+                                          except k/2 -> 0, which goes -)
                    ``shortest``           ``dor`` with ``tie='source-parity'``
                    ``adaptive``           even flow split over the minimal dimension orders
 dragonfly          ``minimal`` (default)  local-global-local
-                   ``valiant``            via a random intermediate group (seeded)
+                   ``valiant``            via a random intermediate group (seeded;
+                                          needs g >= 3 groups)
 real fabrics       ``min-hop`` (default)  from the graph
                    ``ftree``              min-hop balanced in the routing order
                    ``up-down``            up*/down*
@@ -52,17 +55,22 @@ ENGINES = {
     "ibnet": ("min-hop", "ftree", "up-down", "ibroute"),
 }
 _OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
-            "adaptive": {"tie"}, "ibroute": {"path"}, "up-down": {"roots"}}
+            "adaptive": {"tie"}, "ibroute": {"path", "strict"}, "up-down": {"roots"}}
 
 
 @dataclass(frozen=True, eq=False)
 class Router:
-    """A routing engine bound to a topology (build with :func:`make_router`)."""
+    """A routing engine bound to a topology (build with :func:`make_router`).
+
+    ``warnings``: one-line texts on what the engine did with messy input
+    (e.g. ``ibroute`` dumps skipped or with the tool's own error lines).
+    """
 
     topology: Topology
     name: str
     options: dict
     engine: object = field(repr=False)
+    warnings: tuple = ()
 
     @property
     def multipath(self) -> bool:
@@ -121,28 +129,110 @@ def routing_order(topology: Topology) -> np.ndarray:
 
 
 def _top_switches(topology):
+    """Up*/down* roots when none are given: the switches at the centre of the
+    endpoints, kept only if they let every endpoint pair route.
+
+    OpenSM's UPDN engine ranks every switch by BFS distance from its roots and
+    auto-detects the roots from its min-hop tables: a switch is a root when
+    one hop count covers > 90 % of the channel adapters and no other count
+    covers > 5 % (``doc/current-routing.txt``, "UPDN Routing Algorithm";
+    ``updn_find_root_nodes_by_min_hop`` in ``osm_ucast_updn.c``). That rule
+    counts every CA, SHARP aggregation nodes included, and marks leaves of
+    large trees as roots too. Here the candidates are the switches whose
+    farthest endpoint-bearing switch is nearest (minimal eccentricity over the
+    leaves: the top level of a fat tree, whatever hangs off it without hosts),
+    computed by a bit-parallel BFS from all leaves at once. Several roots
+    route every pair only if any two endpoints can go up to a common root;
+    that is checked, and where it fails (dragonflies, irregular graphs) the
+    lowest-numbered candidate alone is the root, which always routes every
+    pair of a connected network.
+    """
     if topology.family == "xgft":
         return list(range(topology.n_nodes - _n_top(topology), topology.n_nodes))
-    # switches farthest from every endpoint (BFS from the endpoints)
-    n = topology.n_endpoints
-    dist = np.full(topology.n_nodes, -1)
-    dist[:n] = 0
-    frontier = np.arange(n)
-    indptr = topology.indptr
-    level = 0
-    while len(frontier):
-        level += 1
-        nxt = []
-        for v in frontier:
-            for u in topology.dst[indptr[v]:indptr[v + 1]]:
-                if dist[u] < 0:
-                    dist[u] = level
-                    nxt.append(u)
-        frontier = nxt
     if topology.n_switches == 0:
         raise TopologyError(f"up-down: {topology.spec} has no switches")
-    sw = dist[n:]
-    return [int(n + i) for i in np.flatnonzero(sw == sw.max())]
+    n, nsw = topology.n_endpoints, topology.n_switches
+    src = topology.src.astype(np.int64)
+    dst = topology.dst.astype(np.int64)
+    # leaves: switches with an endpoint attached
+    leaf_of = dst[(src < n) & (dst >= n)] - n
+    leaves = np.unique(leaf_of)
+    if len(leaves) == 0:
+        return [n]
+    # switch-level adjacency (sorted by source, as the link table)
+    keep = (src >= n) & (dst >= n)
+    ss, sd = src[keep] - n, dst[keep] - n
+    # reach[s] = bitset of leaves within `level` hops of switch s
+    words = (len(leaves) + 63) // 64
+    bit = np.arange(len(leaves))
+    reach = np.zeros((nsw, words), dtype=np.uint64)
+    reach[leaves, bit // 64] |= np.left_shift(np.uint64(1), (bit % 64).astype(np.uint64))
+    full = np.full(words, np.uint64(0xFFFFFFFFFFFFFFFF))
+    if len(leaves) % 64:
+        full[-1] = np.uint64((1 << (len(leaves) % 64)) - 1)
+    ecc = np.full(nsw, -1, dtype=np.int64)
+    has_out = np.unique(ss)
+    starts = np.searchsorted(ss, has_out)
+    for level in range(nsw + 1):
+        done = (ecc < 0) & np.all(reach == full, axis=1)
+        ecc[done] = level
+        if np.all(ecc >= 0) or len(ss) == 0:
+            break
+        new = reach.copy()
+        new[has_out] |= np.bitwise_or.reduceat(reach[sd], starts, axis=0)
+        if np.array_equal(new, reach):
+            break      # disconnected: up-down reports the unreachable node itself
+        reach = new
+    if np.all(ecc < 0):
+        return [n + int(leaves[0])]
+    best = ecc[ecc >= 0].min()
+    roots = [n + int(i) for i in np.flatnonzero(ecc == best)]
+    if len(roots) > 1 and not _updown_complete(topology, roots):
+        roots = roots[:1]
+    return roots
+
+
+def _updown_complete(topology, roots):
+    """True when up*/down* from ``roots`` routes every endpoint pair: the sets
+    of roots reachable by up moves ((rank, id) decreasing, as in the Rust
+    engine) from any two endpoints intersect."""
+    n, nn = topology.n_endpoints, topology.n_nodes
+    indptr, dst = topology.indptr, topology.dst
+    rank = np.full(nn, -1, dtype=np.int64)
+    rank[roots] = 0
+    frontier = list(roots)
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for y in dst[indptr[x]:indptr[x + 1]].tolist():
+                if rank[y] < 0:
+                    rank[y] = rank[x] + 1
+                    if y >= n:
+                        nxt.append(y)
+        frontier = nxt
+    if np.any(rank < 0):
+        return False
+    up = {r: 1 << i for i, r in enumerate(roots)}   # node -> bitset of roots reachable upwards
+    for v in sorted(range(n, nn), key=lambda v: (rank[v], v)):
+        acc = up.get(v, 0)
+        for u in dst[indptr[v]:indptr[v + 1]].tolist():
+            if u >= n and (rank[u], u) < (rank[v], v):
+                acc |= up[u]
+        up[v] = acc
+    sets = set()
+    for e in range(n):
+        acc = 0
+        for u in dst[indptr[e]:indptr[e + 1]].tolist():
+            if u >= n and (rank[u], u) < (rank[e], e):
+                acc |= up[u]
+        sets.add(acc)
+    common = -1
+    for x in sets:
+        common &= x
+    if common:
+        return True
+    sets = list(sets)
+    return all(a & b for i, a in enumerate(sets) for b in sets[i + 1:])
 
 
 def _n_top(topology):
@@ -161,7 +251,9 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
         omitted. ``'NAME:key=value,...'`` is accepted too.
     **options
         ``seed`` (random, valiant), ``order`` and ``tie`` (dor), ``path``
-        (ibroute: a directory of dumps), ``roots`` (up-down: node ids).
+        (ibroute: a directory of dumps), ``strict`` (ibroute: fail on the
+        first defective dump instead of skipping that switch with a warning
+        in ``Router.warnings``), ``roots`` (up-down: node ids).
 
     Raises
     ------
@@ -208,11 +300,15 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
             k, wrap = t.params["k"], t.params["wrap"]
             order = _dim_order(options.get("order", "xyzwuv"[:len(k)] if len(k) <= 6 else list(range(len(k)))), len(k))
             tie = options.get("tie", "source-parity" if name == "shortest" else "positive")
-            if tie not in ("positive", "negative", "source-parity"):
-                raise SpecError(f"routing {name!r}: tie={tie!r}, expected positive, negative or source-parity")
+            if tie not in ("positive", "negative", "source-parity", "simgrid"):
+                raise SpecError(f"routing {name!r}: tie={tie!r}, expected positive, negative, source-parity or simgrid")
             engine = _core.RoutingEngine.torus(t.src, t.dst, list(k), list(wrap), order, tie, name == "adaptive")
         elif fam == "dragonfly" and name in ("minimal", "valiant"):
             P = t.params
+            if name == "valiant" and P["g"] < 3:
+                raise SpecError(f"routing 'valiant' on {t.spec}: g={P['g']} groups, expected g >= 3 (Valiant "
+                                "routes through an intermediate group other than the source's and the "
+                                "destination's; use 'minimal')")
             engine = _core.RoutingEngine.dragonfly(t.src, t.dst, P["a"], P["p"], P["h"], P["g"],
                                                    seed if name == "valiant" else None)
         elif name == "min-hop":
@@ -226,11 +322,13 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
                 raise SpecError(f"up-down: roots={roots}, expected node ids in 0..{t.n_nodes - 1}")
             engine = _core.RoutingEngine.updown(*args, roots)
         elif name == "ibroute":
-            from .io.ibroute import forwarding_tables, read_ibroute_dir
+            from .io.ibroute import forwarding_tables, read_ibroute_dir, strictness
             if "path" not in options:
                 raise SpecError("routing 'ibroute': expected path=DIR holding one ibroute dump per switch")
-            entries = forwarding_tables(t, read_ibroute_dir(options["path"]))
-            engine = _core.RoutingEngine.table(*args, entries)
+            tables = forwarding_tables(t, read_ibroute_dir(options["path"]),
+                                       strict=strictness(options.get("strict", False)))
+            engine = _core.RoutingEngine.table(*args, tables.entries)
+            return Router(t, name, dict(options), engine, tables.warnings)
         else:  # pragma: no cover - guarded by ENGINES
             raise SpecError(f"routing {name!r} on {t.spec}: not available")
     except ValueError as e:

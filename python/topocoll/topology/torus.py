@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from topocoll import _core
 from topocoll.errors import SpecError
 
@@ -21,6 +23,16 @@ __all__ = ["torus", "BGL_BANDWIDTH", "BGL_LATENCY"]
 #: Blue Gene/L torus link: 175 MB/s per direction; ~100 ns per hop.
 BGL_BANDWIDTH = 175e6
 BGL_LATENCY = 100e-9
+
+
+def _whole(value) -> bool:
+    """True for 4, np.int64(4) and 4.0; False for 4.5, True, '4', nan."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return int(value) == value
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def torus(dims, wrap=True, *, bandwidth=BGL_BANDWIDTH, latency=BGL_LATENCY, spec=None) -> Topology:
@@ -44,9 +56,13 @@ def torus(dims, wrap=True, *, bandwidth=BGL_BANDWIDTH, latency=BGL_LATENCY, spec
     >>> t.n_endpoints, t.n_links // 2
     (256, 704)
     """
+    dims = tuple(dims)
+    for k in dims:   # int(4.5) would silently build a 4-ring
+        if not _whole(k) or k < 1:
+            raise SpecError(f"torus: dimension size {k!r} in dims={list(dims)}, expected integers >= 1")
     dims = tuple(int(k) for k in dims)
-    if not dims or any(k < 1 for k in dims):
-        raise SpecError(f"torus: dims={list(dims)}, expected one or more sizes >= 1")
+    if not dims:
+        raise SpecError("torus: dims=[], expected one or more sizes >= 1")
     wraps = (bool(wrap),) * len(dims) if isinstance(wrap, bool) else tuple(bool(x) for x in wrap)
     if len(wraps) != len(dims):
         raise SpecError(f"torus: {len(wraps)} wrap flags for {len(dims)} dimensions")

@@ -18,6 +18,29 @@ channel adapters (``Ca``/``CA``) in order of appearance, then the switches.
 In the ports form an adapter is identified by its port GUID. Routers
 (``Rt``/``RT``) are reported as unsupported; any other line is an error
 naming the file, line and what was expected.
+
+Messy real data, handled explicitly:
+
+- **SHARP aggregation nodes.** A Quantum (HDR/NDR) switch exposes its
+  in-network aggregation node as a ``Ca`` whose node description contains
+  ``Aggregation Node`` (``"Mellanox Technologies Aggregation Node"``), cabled
+  to a switch port of its own. They are not compute endpoints: by default
+  they and their cables are set aside, listed in
+  ``topology.params["aggregation_nodes"]`` (guid, name, lid, attached switch
+  node and port), and left out of endpoints, orders, patterns, diameter and
+  bisection figures. ``aggregation_nodes="endpoints"`` keeps them as
+  endpoints (the behaviour of a plain graph reader).
+- **Link speed.** Every port line must carry the cable's width and speed:
+  widths ``1x 2x 4x 8x 12x``, speeds ``SDR DDR QDR FDR10 FDR EDR HDR NDR XDR``
+  (:data:`LANE_RATE`); anything else, ibnetdiscover's own ``??``/``???`` for
+  an unknown value included, is rejected with ``FILE:LINE``.
+- **Node kinds.** ibnetdiscover names switches ``S-<guid>`` and adapters
+  ``H-<guid>``: a ``Switch`` with an ``H-`` id, a ``Ca`` with an ``S-`` id, or
+  (ports form) one GUID given as both ``SW`` and ``CA`` is rejected.
+- **Multi-rail hosts.** Several adapters of one host (``"node01 mlx5_0"``,
+  ``"node01 mlx5_1"``) are separate endpoints sharing the host name;
+  ``topology.params["adapters"]`` holds each endpoint's adapter name, which
+  orders a host's rails (see :func:`~topocoll.topology.order.node_order`).
 """
 
 from __future__ import annotations
@@ -31,17 +54,39 @@ from topocoll.errors import ParseError
 
 from ..network import Topology, make_topology
 
-__all__ = ["parse_ibnetdiscover", "link_bandwidth"]
+__all__ = ["parse_ibnetdiscover", "link_bandwidth", "LANE_RATE", "LINK_WIDTHS"]
 
-#: data rate per lane in bit/s after line coding (8b/10b up to QDR, 64b/66b after)
-_LANE_RATE = {"SDR": 2e9, "DDR": 4e9, "QDR": 8e9, "FDR10": 10e9, "FDR": 13.64e9,
-              "EDR": 25e9, "HDR": 50e9, "NDR": 100e9}
+#: data rate per lane in bit/s after line coding, every speed InfiniBand defines up to XDR:
+#: SDR/DDR/QDR signal at 2.5/5/10 Gbaud with 8b/10b; FDR10 at 10.3125 and FDR at 14.0625
+#: Gbaud with 64b/66b (FDR: 13.64 Gb/s); EDR 25, HDR 50 (PAM4), NDR 100, XDR 200 Gb/s of data
+#: per lane (nominal, before FEC).
+LANE_RATE = {"SDR": 2e9, "DDR": 4e9, "QDR": 8e9, "FDR10": 10e9, "FDR": 13.64e9,
+             "EDR": 25e9, "HDR": 50e9, "NDR": 100e9, "XDR": 200e9}
+#: lanes per link (PortInfo LinkWidthActive: 1x, 2x, 4x, 8x, 12x)
+LINK_WIDTHS = (1, 2, 4, 8, 12)
 IB_LATENCY = 1e-6
+#: node description of a SHARP in-network aggregation node
+_AGGREGATION = re.compile(r"aggregation node", re.IGNORECASE)
+_AGGREGATION_MODES = ("set-aside", "endpoints")
 
 
 def link_bandwidth(width: int, speed: str) -> float:
-    """Data bandwidth in B/s of an IB link, e.g. ``(4, 'QDR')`` -> 4e9."""
-    return width * _LANE_RATE[speed] / 8
+    """Data bandwidth in B/s of an IB link, e.g. ``(4, 'QDR')`` -> 4e9, ``(4, 'NDR')`` -> 5e10.
+
+    Raises
+    ------
+    ValueError
+        A width or speed InfiniBand does not define.
+    """
+    if width not in LINK_WIDTHS or speed not in LANE_RATE:
+        raise ValueError(f"link {width}x{speed}: expected width {', '.join(f'{w}x' for w in LINK_WIDTHS)} "
+                         f"and speed {', '.join(LANE_RATE)}")
+    return width * LANE_RATE[speed] / 8
+
+
+def _expected_speed():
+    return (f"expected WIDTHxSPEED with width {'/'.join(f'{w}x' for w in LINK_WIDTHS)} "
+            f"and speed {'/'.join(LANE_RATE)}")
 
 
 class _Fabric:
@@ -54,6 +99,12 @@ class _Fabric:
         raise ParseError(f"{self.path}:{line}: {msg}")
 
     def node(self, line, nid, kind, desc="", lid=None):
+        # ibnetdiscover names switches S-<guid>, adapters (channel adapters) H-<guid>
+        want = {"S-": "SW", "H-": "CA"}.get(nid[:2].upper())
+        if want is not None and want != kind:
+            what = {"SW": "Switch", "CA": "Ca"}
+            self.err(line, f"{what[kind]} with id {nid!r}: ibnetdiscover names switches 'S-<guid>' and "
+                           f"adapters 'H-<guid>', expected a {what[want]} for this id")
         if nid in self.nodes:
             old = self.nodes[nid]
             if old["kind"] != kind:
@@ -69,9 +120,15 @@ class _Fabric:
             self.err(line, f"port {nid}[{p}] connected twice: to {rid}[{rp}] and {self.ports[key][0]}[{self.ports[key][1]}]")
         self.ports[key] = (rid, rp, bw, line)
 
-    def build(self, spec, names_map, require_declared=True) -> Topology:
+    def build(self, spec, names_map, require_declared=True, aggregation_nodes="set-aside") -> Topology:
         for (nid, p), (rid, rp, _bw, line) in self.ports.items():
             if rid not in self.nodes:
+                other = {"S-": "H-", "H-": "S-"}.get(rid[:2].upper(), "?") + rid[2:]
+                if other in self.nodes:
+                    kinds = {"S-": "a switch", "H-": "an adapter"}
+                    self.err(line, f"port {nid}[{p}] connects to {rid}, {kinds[rid[:2].upper()]} id, but that GUID is "
+                                   f"declared as {kinds[other[:2].upper()]} {other} (line {self.nodes[other]['line']}), "
+                                   "expected the same node kind at both ends of a reference")
                 if require_declared:
                     self.err(line, f"dangling port: {nid}[{p}] connects to {rid}[{rp}], which is never declared")
                 continue
@@ -84,10 +141,14 @@ class _Fabric:
             raise ParseError(f"{self.path}:1: no Switch or Ca node found, expected ibnetdiscover output")
         cas = sorted((n for n, v in self.nodes.items() if v["kind"] == "CA"), key=lambda n: self.nodes[n]["order"])
         sws = sorted((n for n, v in self.nodes.items() if v["kind"] == "SW"), key=lambda n: self.nodes[n]["order"])
+        aggs = []
+        if aggregation_nodes == "set-aside":   # SHARP aggregation nodes: a kind of their own
+            aggs = [n for n in cas if _AGGREGATION.search(self.nodes[n]["desc"])]
+            cas = [n for n in cas if not _AGGREGATION.search(self.nodes[n]["desc"])]
         index = {n: i for i, n in enumerate(cas + sws)}
         # a cable runs at the slower of the speeds its two ends report
         rows = sorted((index[a], p, index[b], min(bw, self.ports.get((b, rp), (0, 0, bw))[2]))
-                      for (a, p), (b, rp, bw, _l) in self.ports.items())
+                      for (a, p), (b, rp, bw, _l) in self.ports.items() if a in index and b in index)
         src = np.array([r[0] for r in rows], dtype=np.uint32)
         dst = np.array([r[2] for r in rows], dtype=np.uint32)
         port = np.array([r[1] for r in rows], dtype=np.int32)
@@ -100,9 +161,37 @@ class _Fabric:
             descs.append(info["desc"])
             names.append(names_map.get(n) or _hostname(info["desc"]) or n)
         params = {"path": str(self.path), "guids": tuple(guids), "lids": tuple(lids),
-                  "descriptions": tuple(descs)}
+                  "descriptions": tuple(descs),
+                  "adapters": tuple(_adapter(self.nodes[n]["desc"]) for n in cas),
+                  "aggregation_nodes": self._aggregation_records(aggs, index)}
         return make_topology(spec, "ibnet", len(cas), len(sws), src, dst, bw, IB_LATENCY,
                              params=params, names=names, port=port)
+
+    def _aggregation_records(self, aggs, index):
+        """Per aggregation node: guid, name, lid, and the switch (node id, guid,
+        description) and port it hangs on (None where it is not cabled)."""
+        attached = {a: [] for a in aggs}
+        for (a, p), (rid, rp, _bw, _l) in self.ports.items():
+            if a in attached and rid in index and self.nodes[rid]["kind"] == "SW":
+                attached[a].append((p, rid, rp))
+        out = []
+        for a in aggs:
+            info = self.nodes[a]
+            rec = {"guid": a, "name": info["desc"], "lid": info["lid"] if info["lid"] is not None else -1,
+                   "switch": None, "switch_guid": None, "switch_name": None, "port": None}
+            if attached[a]:
+                _p, rid, rp = min(attached[a])
+                rec.update(switch=index[rid], switch_guid=rid, switch_name=self.nodes[rid]["desc"], port=rp)
+            out.append(rec)
+        return tuple(out)
+
+
+def _adapter(desc):
+    """``'stage114 mlx4_0'`` -> ``'mlx4_0'``; ``''`` where the description names no adapter."""
+    parts = desc.split()
+    if len(parts) == 2 and re.fullmatch(r"mlx\d+_\d+|HCA-\d+|hfi\d+_\d+|qib\d+", parts[1]):
+        return parts[1]
+    return ""
 
 
 def _hostname(desc):
@@ -115,7 +204,7 @@ def _hostname(desc):
 
 _NODE = re.compile(r'^(\w+)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"([^"]*)"(.*))?$')
 _PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([^"]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s*(#.*)?$')
-_SPEED = re.compile(r"(\d+)x(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR)\b")
+_WIDTH_SPEED = re.compile(r"^(\d+)x([A-Z0-9]+)$")
 _LID = re.compile(r"\blid (\d+)")
 _SKIP = re.compile(r"^(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=|^Non-Chassis Nodes$|^Chassis ")
 _PLINE = re.compile(
@@ -150,8 +239,7 @@ def _plain(fab, lines):
             if not 1 <= p <= current[2] and not (current[1] == "Switch" and p == 0):
                 fab.err(no, f"port {p} of {current[0]} outside 1..{current[2]}")
             comment = comment or ""
-            sp = _SPEED.findall(comment)
-            bw = link_bandwidth(int(sp[-1][0]), sp[-1][1]) if sp else link_bandwidth(4, "SDR")
+            bw = _plain_speed(fab, no, comment)
             if current[1] == "Ca":
                 lid = _LID.search(comment)
                 if lid and fab.nodes[current[0]]["lid"] is None:
@@ -162,8 +250,33 @@ def _plain(fab, lines):
                     "a port line ([p] \"id\"[q]) or vendid=/devid=/...guid= lines")
 
 
+def _plain_speed(fab, no, comment):
+    """Bandwidth of the ``4xQDR`` token that ends a plain port line's comment:
+    ``# "remote description" lid 3 4xQDR`` (``-f`` may append ``s= w= e=``)."""
+    tail = comment.rsplit('"', 1)[-1] if '"' in comment else comment.lstrip("#")
+    tokens = [t for t in tail.split() if not re.fullmatch(r"[swe]=\d+", t)]
+    for i in range(len(tokens) - 1):          # the token after "lid N"
+        if tokens[i] == "lid" and tokens[i + 1].isdigit():
+            tokens = tokens[i + 2:]
+            break
+    if not tokens:
+        fab.err(no, f"no link width and speed at the end of the port line, {_expected_speed()}, e.g. 4xQDR")
+    m = _WIDTH_SPEED.match(tokens[0])
+    if not m or int(m.group(1)) not in LINK_WIDTHS or m.group(2) not in LANE_RATE:
+        fab.err(no, f"link width and speed {tokens[0]!r}, {_expected_speed()}")
+    return link_bandwidth(int(m.group(1)), m.group(2))
+
+
 def _ports_form(fab, lines):
     kinds = {}
+    guid_kind = {}   # guid -> (SW|CA, line): one GUID is one node kind
+
+    def declare(no, kind, guid):
+        old = guid_kind.setdefault(guid, (kind, no))
+        if old[0] != kind:
+            fab.err(no, f"GUID 0x{guid} given as {kind}, but as {old[0]} on line {old[1]}, "
+                        "expected one node kind per GUID")
+
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#") or line.startswith("DR path"):
@@ -179,11 +292,15 @@ def _ports_form(fab, lines):
             if k == "RT":
                 fab.err(no, "node type 'RT' (IB router) is not supported, expected SW or CA")
         nid = f"{'S' if kind == 'SW' else 'H'}-{guid.lower()}"
+        declare(no, kind, guid.lower())
         fab.node(no, nid, kind, desc if desc is not None else (alone or ""), int(lid))
         if rkind is None:
             continue  # unconnected port
-        if speed not in _LANE_RATE:
-            fab.err(no, f"link speed {speed!r}, expected one of {', '.join(_LANE_RATE)}")
+        if speed not in LANE_RATE:
+            fab.err(no, f"link speed {speed!r}, expected one of {', '.join(LANE_RATE)}")
+        if int(width) not in LINK_WIDTHS:
+            fab.err(no, f"link width {width}x, expected one of {', '.join(f'{w}x' for w in LINK_WIDTHS)}")
+        declare(no, rkind, rguid.lower())
         rid = f"{'S' if rkind == 'SW' else 'H'}-{rguid.lower()}"
         kinds[rid] = (rkind, int(rlid), rdesc, no)
         fab.port(no, nid, int(p), rid, int(rp), link_bandwidth(int(width), speed))
@@ -206,7 +323,7 @@ def read_node_map(path) -> dict:
     return out
 
 
-def parse_ibnetdiscover(path, *, node_map=None, spec=None) -> Topology:
+def parse_ibnetdiscover(path, *, node_map=None, spec=None, aggregation_nodes="set-aside") -> Topology:
     """Parse an ibnetdiscover file (plain or ``-p`` form, detected).
 
     Parameters
@@ -214,13 +331,21 @@ def parse_ibnetdiscover(path, *, node_map=None, spec=None) -> Topology:
     path : str or Path
     node_map : str or Path or dict, optional
         ``NODE-ID HOSTNAME`` lines (as PSMN's ``X5.map``) naming endpoints.
+    aggregation_nodes : {"set-aside", "endpoints"}
+        SHARP aggregation nodes (``Ca`` nodes described as ``... Aggregation
+        Node``): set aside into ``params["aggregation_nodes"]`` (default), or
+        kept as endpoints.
 
     Raises
     ------
     ParseError
         ``FILE:LINE: what was found, what was expected`` for a malformed or
-        unknown line, a dangling port or an inconsistent cable.
+        unknown line, a missing or unknown link width/speed, an adapter id
+        declared as a switch (or the reverse), a dangling port or an
+        inconsistent cable.
     """
+    if aggregation_nodes not in _AGGREGATION_MODES:
+        raise ParseError(f"aggregation_nodes={aggregation_nodes!r}, expected one of {', '.join(_AGGREGATION_MODES)}")
     path = Path(path)
     try:
         text = path.read_text(errors="replace")
@@ -234,4 +359,4 @@ def parse_ibnetdiscover(path, *, node_map=None, spec=None) -> Topology:
         _ports_form(fab, lines)
     else:
         _plain(fab, lines)
-    return fab.build(spec or f"ibnet:{path}", names_map)
+    return fab.build(spec or f"ibnet:{path}", names_map, aggregation_nodes=aggregation_nodes)
