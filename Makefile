@@ -15,7 +15,7 @@ $(VENV)/bin/python:
 $(STAMP)-deps: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.26" mpich "mpi4py>=4" \
-	    "pytest>=8" pytest-timeout "hypothesis>=6" pillow
+	    "pytest>=8" pytest-timeout pytest-xdist "hypothesis>=6" pillow
 	touch $@
 
 $(STAMP)-build: $(STAMP)-deps $(RUST_SOURCES)
@@ -30,13 +30,15 @@ demo: build
 
 # `test`: every generator and parameter set on a seeded sample of P (≤ 6 min on 2 cores);
 # `test-all`: the same plus the exhaustive sweeps (catalogue P = 1..130, large-P hypothesis runs).
-# PYTEST_ARGS adds options, e.g. `make test PYTEST_ARGS=--durations=20`.
+# Tests run on one worker per core (pytest-xdist); PYTEST_ARGS adds options,
+# e.g. `make test PYTEST_ARGS=--durations=20`, or `PYTEST_ARGS="-n 0"` for one process.
 PYTEST_ARGS ?=
+XDIST := -n auto
 test: build test-rust
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive" $(PYTEST_ARGS)
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive" $(XDIST) $(PYTEST_ARGS)
 
 test-all: build test-rust
-	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "" $(PYTEST_ARGS)
+	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "" $(XDIST) $(PYTEST_ARGS)
 
 test-rust:
 	cargo test --release -q --lib --no-default-features

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMAND = [sys.executable, "-m", "pytest", "-m", "not exhaustive", "--durations=20", "-p", "no:cacheprovider"]
+COMMAND = [sys.executable, "-m", "pytest", "-m", "not exhaustive", "-n", "auto", "--durations=20", "-p", "no:cacheprovider"]
 
 
 def run() -> str:
@@ -26,7 +26,7 @@ def run() -> str:
     rows = ["| time | test |", "|---|---|"] + [f"| {t} s | `{name}` |" for t, name in slow]
     status = "passed" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})"
     return ("## Test suite: `make test`'s pytest session and its slowest 20 tests (issue 8)\n\n"
-            "Command: `python -m pytest -m 'not exhaustive' --durations=20 -p no:cacheprovider` (the selection `make test` runs after the build "
+            "Command: `python -m pytest -m 'not exhaustive' -n auto --durations=20 -p no:cacheprovider` (the selection `make test` runs after the build "
             "and `cargo test`); `make test-all` adds the `exhaustive` sweeps.\n\n"
             f"Wall: **{wall:.1f} s** for the pytest session ({status}: {summary}); limit for the whole "
             "`make test`: 6 minutes on 2 cores.\n\n" + "\n".join(rows) + "\n")
