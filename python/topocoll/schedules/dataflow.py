@@ -19,34 +19,39 @@ def _blocks(blocks) -> Sequence[int]:
 class _Segments:
     """One buffer's data-flow state as segments of equal state.
 
-    Blocks ``starts[i] .. starts[i+1]-1`` share one last writer and one tuple
-    of readers since that write; untouched blocks have neither. Halving and
-    doubling algorithms touch a few long ranges per rank, so state is kept
-    per range, not per block: a rank's data flow costs O(its ops), not
-    O(blocks it touches).
+    Blocks ``start .. next start - 1`` share one last writer and one tuple of
+    readers since that write (``state[start] = (writer, readers)``);
+    untouched blocks have neither. Halving and doubling algorithms touch a
+    few long ranges per rank, so state is kept per range, not per block: a
+    rank's data flow costs O(its ops), not O(blocks it touches). The sorted
+    ``starts`` is the only list a split inserts into (the ring at P = 65,536
+    splits it 65,536 times): the state lives in a dict keyed by start.
     """
 
-    __slots__ = ("starts", "writer", "readers")
+    __slots__ = ("starts", "state")
 
     def __init__(self):
         self.starts: list[int] = [-(1 << 62)]   # one segment holding every block index
-        self.writer: list[int | None] = [None]
-        self.readers: list[tuple[int, ...]] = [()]
+        self.state: dict[int, tuple] = {-(1 << 62): (None, ())}
 
     def _split(self, x: int) -> int:
-        """Make ``x`` a segment start; return its segment index."""
-        i = bisect_right(self.starts, x) - 1
-        if self.starts[i] == x:
+        """Make ``x`` a segment start; return its position in ``starts``."""
+        starts = self.starts
+        i = bisect_right(starts, x) - 1
+        s = starts[i]
+        if s == x:
             return i
-        self.starts.insert(i + 1, x)
-        self.writer.insert(i + 1, self.writer[i])
-        self.readers.insert(i + 1, self.readers[i])
+        starts.insert(i + 1, x)
+        self.state[x] = self.state[s]
         return i + 1
 
-    def span(self, lo: int, hi: int) -> range:
-        """Indices of the segments covering blocks ``lo .. hi-1`` exactly."""
+    def span(self, lo: int, hi: int) -> list[int]:
+        """Starts of the segments covering blocks ``lo .. hi-1`` exactly."""
         i = self._split(lo)
-        return range(i, self._split(hi) if hi > lo else i)
+        if hi <= lo:
+            return []
+        j = self._split(hi)
+        return self.starts[i:j]
 
 
 class RankBuilder:
@@ -79,23 +84,25 @@ class RankBuilder:
                 seg = self._buffers[buf] = _Segments()
             for lo, _, n in block_runs(blocks, blocks):
                 hi = lo + n
-                span = seg.span(lo, hi)
-                for i in span:
-                    w = seg.writer[i]
+                state = seg.state
+                for key in seg.span(lo, hi):
+                    w, readers = state[key]
                     if w is not None:
                         deps.add(w)
                     if is_write:
-                        deps.update(seg.readers[i])
+                        deps.update(readers)
                 touched.append((seg, lo, hi, is_write))
         for seg, lo, hi, is_write in touched:   # all reads first, then the writes (as per block)
             if not is_write:
-                for i in seg.span(lo, hi):
-                    seg.readers[i] = seg.readers[i] + (idx,)
+                state = seg.state
+                for key in seg.span(lo, hi):
+                    w, readers = state[key]
+                    state[key] = (w, readers + (idx,))
         for seg, lo, hi, is_write in touched:
             if is_write:
-                for i in seg.span(lo, hi):
-                    seg.writer[i] = idx
-                    seg.readers[i] = ()
+                state = seg.state
+                for key in seg.span(lo, hi):
+                    state[key] = (idx, ())
         return tuple(sorted(deps))
 
     def send(self, peer, blocks, *, buf="data", round, tag=None, after=()) -> int:
