@@ -2,6 +2,7 @@
 seed, sweeps, pictures, and GOAL files that simulate like their schedule."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,21 @@ def test_compare_ranks_with_an_event_model(capsys):
     code, out, _ = run(capsys, "compare", "allreduce", "-P", "16", "--sizes", "64K", "--model", "flow",
                        "--topology", "kary:4,2", "--order", "random")
     assert code == 0 and "flow model" in out and "hottest link" in out
+
+
+MESS = Path(__file__).resolve().parent / "data" / "topology" / "mess"
+
+
+def test_rail_reaches_the_node_order_of_simulate_and_compare(capsys):
+    """``--rail`` maps multi-rail hosts the same way as ``topocoll topo --rail``:
+    round-robin places 6 ranks (the label says so); rail 1 is refused for a
+    host with one adapter, naming it."""
+    hosts = f"hostfile:{MESS}/multirail-hosts.txt"
+    code, out, _ = run(capsys, "compare", "allreduce", "-P", "6", "--sizes", "1K", "--topology",
+                       f"ibnet:{MESS}/multirail-hdr.topo", "--order", hosts, "--rail", "round-robin")
+    assert code == 0 and "rail round-robin" in out.splitlines()[0]
+    code, _, err = run(capsys, "simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--topology",
+                       f"ibnet:{MESS}/multirail-hdr.topo", "--order", hosts, "--rail", "1")
+    assert code == 2 and "host 'node03' has 1 adapter (rail 0 only)" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--rail", "1")
+    assert code == 2 and "--rail given without --topology" in err

@@ -146,6 +146,7 @@ def cmd_show(args) -> int:
 def _platform(args) -> tuple:
     """(model, platform) from compare's options."""
     network_only = [opt for opt, value in (("--routing", args.routing), ("--order", args.order),
+                                           ("--rail", args.rail),
                                            ("--seed", args.seed)) if value is not None]
     name = args.model or ("alpha-beta-gamma" if args.topology is None else "static")
     if name in ("alpha-beta-gamma", "static"):
@@ -167,7 +168,7 @@ def _platform(args) -> tuple:
                         "the topology's links carry their own bandwidths (set them in the spec, e.g. "
                         "crossbar:16@bw=1GB/s)")
     network = make_network(args.topology, args.procs, routing=args.routing, order=args.order or "routing",
-                           seed=0 if args.seed is None else args.seed)
+                           seed=0 if args.seed is None else args.seed, rail=args.rail)
     values = platform_values(args, model=name)
     return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
@@ -303,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--order",
                    help="node order: routing (the routing engine's, default), identity, random, "
                         "blocked:2x2x2, hostfile:FILE, slurm:FILE; with --topology")
+    p.add_argument("--rail", default=None, metavar="first|round-robin|N",
+                   help="multi-rail hosts in hostfile:/slurm: orders (as `topocoll topo --rail`); with --topology")
     p.add_argument("--seed", type=seed, default=None,
                    help="seed of a random node order (default 0); with --topology")
     p.add_argument("--model", choices=tuple(MODELS),

@@ -159,6 +159,8 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
     p.add_argument("--order", default="routing", help="node order (default routing)")
     p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")
+    p.add_argument("--rail", default=None, metavar="first|round-robin|N",
+                   help="multi-rail hosts in hostfile:/slurm: orders (as `topocoll topo --rail`)")
     p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
                    help="sender overhead o per message in s (default 1e-6, or the profile's o_s)")
     p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
@@ -204,8 +206,9 @@ def _task(args, p: int, size: int) -> SimTask:
         noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed)
     plat = platform_values(args, model=args.model)
     return SimTask(args.collective, args.algorithm, p, size, parse_params(args.param), args.topology,
-                   args.routing, args.order, args.order_seed, args.model, plat["alpha"], plat["bandwidth"],
-                   plat["reduce_bandwidth"], engine_options(args), noise, parse_os_noise(args.os_noise, args.seed))
+                   args.routing, args.order, args.order_seed, args.model, args.rail, plat["alpha"],
+                   plat["bandwidth"], plat["reduce_bandwidth"], engine_options(args), noise,
+                   parse_os_noise(args.os_noise, args.seed))
 
 
 def cmd_goal(args) -> int:
@@ -232,7 +235,7 @@ def _goal_run(args) -> int:
                         "--param")
     prog = read_goal(args.algorithm)
     platform = platform_for(prog.p, topology=args.topology, routing=args.routing, order=args.order,
-                            order_seed=args.order_seed, **platform_values(args, model=args.model))
+                            order_seed=args.order_seed, rail=args.rail, **platform_values(args, model=args.model))
     noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed) if args.noise is not None else None
     sim = simulate(prog, platform, model=args.model, options=engine_options(args), noise=noise,
                    os_noise=parse_os_noise(args.os_noise, args.seed), trace=bool(args.trace or args.matrix))
@@ -254,8 +257,8 @@ def cmd_simulate(args) -> int:
     if not args.procs or not args.size:
         raise SpecError("simulate COLLECTIVE ALGORITHM needs -P N and --size BYTES")
     procs, sizes = _int_list(args.procs), parse_sizes(args.size)
-    if args.topology is None and (args.routing or args.order != "routing"):
-        raise SpecError("--routing/--order given without --topology, expected them only with a network")
+    if args.topology is None and (args.routing or args.order != "routing" or args.rail):
+        raise SpecError("--routing/--order/--rail given without --topology, expected them only with a network")
     if args.noise is not None and args.topology is None:
         raise SpecError("--noise needs a network with free endpoints, expected --topology SPEC")
     if args.runs > 1 and args.noise is None:

@@ -82,7 +82,7 @@ class Network:
 
 
 def make_network(topology: str, ranks: int, *, routing: str | None = None, order: str = "routing",
-                 seed: int = 0) -> Network:
+                 seed: int = 0, rail: str | None = None) -> Network:
     """A :class:`Network` from a topology spec (``kary:12,2``, ``torus:8x8x8``, ``ibnet:FILE``).
 
     Parameters
@@ -98,12 +98,15 @@ def make_network(topology: str, ranks: int, *, routing: str | None = None, order
         ``hostfile:FILE``, ``slurm:FILE``.
     seed : int
         Seed of a random order (part of the label).
+    rail : str, optional
+        Multi-rail hosts of a ``hostfile:``/``slurm:`` order: ``first``,
+        ``round-robin`` or an adapter number (:func:`topocoll.topology.node_order`).
     """
     topo = parse_topology(topology)
     router = make_router(topo, routing)
-    placed = node_order(topo, order, seed=seed, n_ranks=ranks)
+    placed = node_order(topo, order, seed=seed, n_ranks=ranks, rail=rail)
     label = (f"{topo.spec} ({topo.n_endpoints} endpoints), routing {router.name}, order {order}"
-             + (f" (seed {seed})" if order == "random" else ""))
+             + (f" (seed {seed})" if order == "random" else "") + (f", rail {rail}" if rail else ""))
     return Network(router, np.asarray(placed, dtype=np.int64), label)
 
 

@@ -35,6 +35,7 @@ class SimTask:
     order: str = "routing"
     order_seed: int = 0
     model: str = "loggops"
+    rail: str | None = None
     alpha: float = 1e-6
     bandwidth: float = 2e9
     reduce_bandwidth: float = 4e9
@@ -60,11 +61,11 @@ class SimRow:
 
 def platform_for(p: int, *, topology: str | None, routing: str | None = None, order: str = "routing",
                  order_seed: int = 0, alpha: float = 1e-6, bandwidth: float = 2e9,
-                 reduce_bandwidth: float = 4e9) -> Platform:
+                 reduce_bandwidth: float = 4e9, rail: str | None = None) -> Platform:
     """A platform for ``p`` ranks: on ``topology`` if given, else an ideal crossbar."""
     network = None
     if topology is not None:
-        network = make_network(topology, p, routing=routing, order=order, seed=order_seed)
+        network = make_network(topology, p, routing=routing, order=order, seed=order_seed, rail=rail)
     return Platform(alpha=alpha, bandwidth=bandwidth, reduce_bandwidth=reduce_bandwidth, network=network)
 
 
@@ -76,7 +77,7 @@ def build(task: SimTask):
     sched = info.generate(task.p, **params)
     return sched, platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
                                order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
-                               reduce_bandwidth=task.reduce_bandwidth)
+                               reduce_bandwidth=task.reduce_bandwidth, rail=task.rail)
 
 
 def run_task(task: SimTask) -> SimRow:
