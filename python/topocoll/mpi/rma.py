@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from .compile import RECV, SEND
-from .transport import POLITE_SLEEP, _offsets, as_bytes, oversubscribed
+from .transport import POLITE_SLEEP, _offsets, as_bytes, laid_end_to_end, oversubscribed
 
 
 class OneSided:
@@ -85,7 +85,7 @@ class OneSided:
             pack, sent = program.layout[i]
             buf = view(sent)
             if pack is not None:
-                self.pack[i] = [(view(piece), buf[a:b]) for piece, (a, b) in zip(pack, _offsets(pack))]
+                self.pack[i] = laid_end_to_end(view, pack, buf)
             offset, nbytes, flag = where[(program.peer[i], program.tag[i], n)]
             payload = as_bytes(buf)[0]
             if payload.nbytes != nbytes:

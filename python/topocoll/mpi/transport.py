@@ -69,13 +69,13 @@ class PointToPoint:
                 pack, sent = program.layout[i]
                 buf = view(sent)
                 if pack is not None:
-                    self.pack[i] = [(view(piece), buf[a:b]) for piece, (a, b) in zip(pack, _offsets(pack))]
+                    self.pack[i] = laid_end_to_end(view, pack, buf)
                 req = comm.Send_init(as_bytes(buf), dest=program.peer[i], tag=program.tag[i])
             elif kind == RECV:
                 into, unpack = program.layout[i]
                 buf = view(into)
                 if unpack is not None:
-                    self.unpacks[i] = [(buf[a:b], view(piece)) for piece, (a, b) in zip(unpack, _offsets(unpack))]
+                    self.unpacks[i] = [(staged, rows) for rows, staged in laid_end_to_end(view, unpack, buf)]
                 req = comm.Recv_init(as_bytes(buf), source=program.peer[i], tag=program.tag[i])
                 recvs.append(req)
             else:
@@ -84,6 +84,7 @@ class PointToPoint:
             self.requests.append(req)
             self.op_of.append(i)
         self.recvs = recvs
+        self.polite = oversubscribed()
 
     def begin(self) -> None:
         if self.recvs:
@@ -99,7 +100,7 @@ class PointToPoint:
             dst[...] = src
 
     def wait_some(self):
-        if oversubscribed():
+        if self.polite:
             return self._poll_politely()
         done = self.MPI.Request.Waitsome(self.requests)
         if done is None:
@@ -134,6 +135,12 @@ class PointToPoint:
         for req in self.requests:
             req.Free()
         self.requests = []
+
+
+def laid_end_to_end(view, pieces, buf: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(rows of piece, its slice of buf)`` per piece, the pieces laid end to
+    end in ``buf`` (a packed send, or a staged receive to unpack)."""
+    return [(view(piece), buf[a:b]) for piece, (a, b) in zip(pieces, _offsets(pieces))]
 
 
 def _offsets(pieces):
