@@ -135,15 +135,15 @@ class _Memory:
             self.where[key] = (ARENA, lo, lo + n)
         return self.where[key]
 
-    def fresh(self, buf: str, blocks) -> list[Piece]:
-        """New rows for ``blocks`` of a scratch buffer, adjacent in block order."""
-        out = []
+    def fresh(self, buf: str, blocks) -> Piece:
+        """New rows for ``blocks`` of a scratch buffer, adjacent in block
+        order: one piece a receive lands in directly."""
+        start = self.rows
         for b in blocks:
             n = self.size(b)
             lo = self.take(n)
             self.where[(buf, b)] = (ARENA, lo, lo + n)
-            out.append((ARENA, lo, lo + n))
-        return out
+        return (ARENA, start, self.rows)
 
 
 def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) -> RankProgram:
@@ -173,20 +173,16 @@ def compile_rank(schedule: Schedule, rank: int, separate_input: bool = False) ->
             prog.peer.append(op.peer)
             prog.tag.append(op.tag)
         elif kind == "recv":
-            n = sum(mem.size(b) for b in op.into)
             if op.buf != "data":
-                target = _merge(mem.fresh(op.buf, op.into))
-                layout = (target[0], None) if len(target) == 1 else None
-                if layout is None:   # fresh rows are adjacent: cannot happen, but stay correct
-                    lo = mem.take(n)
-                    layout = ((ARENA, lo, lo + n), target)
+                layout = (mem.fresh(op.buf, op.into), None)
             else:
                 target = _merge([mem.piece("data", b) for b in op.into])
                 # no earlier op touched these rows when every read went to the input
                 untouched = mem.separate_input and not any(b in mem.written for b in op.into)
                 if len(target) == 1 and (untouched or not op.deps):
                     layout = (target[0], None)
-                else:
+                else:   # staged: copied to its rows once its dependencies are done
+                    n = sum(hi - lo for _, lo, hi in target)
                     lo = mem.take(n)
                     layout = ((ARENA, lo, lo + n), target)
                 mem.wrote("data", op.into)
