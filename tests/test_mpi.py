@@ -13,7 +13,9 @@ whole job with its one line within a time bound, and ranks that disagree all
 get the same error before data moves.
 """
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,3 +94,45 @@ def test_ranks_that_disagree_all_get_the_same_error_before_data_moves(field, mes
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"DETECTED {message}; expected every rank to call the same collective" \
         or proc.stdout.strip() == f"DETECTED {message}", proc.stdout
+
+
+OPERATOR_LINE = re.compile(r"^(OK|MISMATCH\S*.*?) operators (\w+) (\w+) params=(\{.*?\}) op=(\w+) (ran|refused)")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
+def test_every_algorithm_with_every_operator_equals_the_library_or_is_refused_as_the_verifier_decides(n):
+    """Under mpiexec: each (reduction algorithm, operator) pair either returns
+    exactly MPI_Allreduce's / MPI_Reduce_scatter_block's result with that
+    operator or is refused on every rank; here every decision is held against
+    the symbolic verifier's proof for the same schedule and operator."""
+    from topocoll.errors import VerificationError
+    from topocoll.mpi.operator_check import PREDEFINED, VERIFIER_OP
+    from topocoll.schedules import generate
+    from topocoll.verify import verify
+
+    proc = mpirun(n, "--operators", "--seed", str(300 + n))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    decisions = [OPERATOR_LINE.match(line) for line in lines]
+    assert all(decisions), [line for line, m in zip(lines, decisions) if not m][:3]
+    assert all(m.group(1) == "OK" for m in decisions), [l for l in lines if not l.startswith("OK")][:5]
+    seen_ops = {m.group(5) for m in decisions}
+    assert seen_ops == set(VERIFIER_OP) and {name for name, _, _ in PREDEFINED} <= seen_ops
+    outcomes = {m.group(6) for m in decisions}
+    assert outcomes == {"ran", "refused"}, outcomes   # both paths were reached
+    schedules = {}
+    disagreements = []
+    for m in decisions:
+        collective, name, params, op, outcome = m.group(2), m.group(3), json.loads(m.group(4)), m.group(5), m.group(6)
+        key = (collective, name, m.group(4))
+        if key not in schedules:
+            count = 3 * n if collective == "reduce_scatter" else 3
+            schedules[key] = generate(collective, name, n, count=count, **params)
+        try:
+            verify(schedules[key], op=VERIFIER_OP[op])
+            proved = "ran"
+        except VerificationError:
+            proved = "refused"
+        if proved != outcome:
+            disagreements.append(f"{collective}/{name} {params} op={op}: MPI layer {outcome}, verifier {proved}")
+    assert not disagreements, disagreements[:5]

@@ -48,6 +48,38 @@ def test_needs_is_one_operator_needs_and_bounds_every_schedule(info):
                                idempotent=info.needs.idempotent), (p, sched.needs)
 
 
+REDUCING = [(info, params) for info, params in CASES
+            if info.collective in ("allreduce", "reduce_scatter", "reduce", "barrier")]
+#: the four operator classes, as the verifier names them: (commutative, idempotent)
+OPERATOR_CLASSES = {"sum": (True, False), "max": (True, True), "noncommutative": (False, False),
+                    "noncommutative_idempotent": (False, True)}
+
+
+@pytest.mark.parametrize("case", REDUCING, ids=case_id)
+def test_a_schedules_needs_are_exactly_what_the_verifier_proves(case):
+    """The MPI layer refuses by ``schedule.needs`` alone: a need too strong
+    refuses a correct call, too weak runs a wrong one. So for every operator
+    class the symbolic proof and ``needs`` must agree (P = 1..12, 16, 27)."""
+    from topocoll.errors import VerificationError
+    from topocoll.verify import verify
+
+    info, params = case
+    wrong = []
+    for p in [*range(1, 13), 16, 27]:
+        if not info.supports(p, params):
+            continue
+        sched = info.generate(p, count=2 * p + 1, **params)
+        for op, (commutative, idempotent) in OPERATOR_CLASSES.items():
+            try:
+                verify(sched, op=op)
+                proved = True
+            except VerificationError:
+                proved = False
+            if proved != operator_allows(sched.needs, commutative=commutative, idempotent=idempotent):
+                wrong.append((p, op, "proved" if proved else "refuted", sched.needs))
+    assert not wrong, wrong[:4]
+
+
 def test_operator_allows():
     assert operator_allows(OperatorNeeds(), commutative=False, idempotent=False)
     assert not operator_allows(OperatorNeeds(commutative=True), commutative=False, idempotent=False)

@@ -28,3 +28,8 @@ class ParseError(TopocollError, ValueError):
 
 class VerificationError(TopocollError):
     """A schedule failed symbolic verification; the message is the diagnosis."""
+
+
+class StateError(TopocollError, RuntimeError):
+    """A call made in the wrong state: a plan waited for before it started,
+    started twice or used after ``free()``. Local to the calling rank."""

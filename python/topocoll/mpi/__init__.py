@@ -3,6 +3,9 @@
 - :func:`plan`: one rank's part compiled once, bound to buffers, run many
   times (``start``/``wait``, split-phase ``start_split``/``test``), over
   two-sided persistent requests or one-sided puts with notifications;
+- :class:`Operator`: a user operator that says what it is
+  (``commutative=``, ``idempotent=``); an algorithm that needs more of its
+  operator than it is is refused on every rank before data moves;
 - calls shaped like mpi4py's: :func:`allreduce`, :func:`iallreduce`,
   :func:`reduce_scatter`, :func:`alltoall`, :func:`bcast`, :func:`barrier`,
   :func:`composite`, and :func:`execute` for any schedule;
@@ -15,8 +18,9 @@
 from .api import (DEFAULTS, Piece, SplitRequest, allreduce, alltoall, barrier, bcast, choose, composite,
                   execute, free_plans, iallreduce, reduce_scatter)
 from .compile import RankProgram, compile_rank
+from .operators import Operator
 from .plan import Plan, plan
 
 __all__ = ["plan", "Plan", "execute", "allreduce", "iallreduce", "SplitRequest", "reduce_scatter", "alltoall",
            "bcast", "barrier", "composite", "Piece", "choose", "DEFAULTS", "free_plans", "compile_rank",
-           "RankProgram"]
+           "RankProgram", "Operator"]

@@ -30,8 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParseError, SpecError, TopocollError
+from ..operators import properties_text
 from ..schedules.ir import Schedule
-from .operators import Ufunc, as_operator
+from ..schedules.registry import lookup, operator_allows
+from .operators import Ufunc, as_operator, check_operator
 from .plan import Plan, agree
 from .plan import plan as make_plan
 
@@ -112,11 +114,11 @@ def load_tuning(tuning) -> dict:
     return table
 
 
-def choose(collective: str, p: int, nbytes: int, *, commutative: bool, tuning=None) -> tuple[str, dict]:
+def choose(collective: str, p: int, nbytes: int, *, commutative: bool, idempotent: bool = False,
+           tuning=None) -> tuple[str, dict]:
     """The algorithm ``"auto"`` runs: the tuning table's first matching row,
-    else :data:`DEFAULTS`; rows whose algorithm does not exist for ``p`` are skipped."""
-    from ..schedules.registry import lookup
-
+    else :data:`DEFAULTS`; rows whose algorithm does not exist for ``p``, or
+    needs more of the operator than it is, are skipped."""
     table = load_tuning(tuning)
     rows = list(table.get(collective, [])) + DEFAULTS.get(collective, [])
     registry_name = "reduce_scatter" if collective == "composite" else collective
@@ -131,10 +133,11 @@ def choose(collective: str, p: int, nbytes: int, *, commutative: bool, tuning=No
             info = lookup(registry_name, row["algorithm"])
         except TopocollError:
             continue
-        if info.supports(p, {**info.sweep[0], **params}) and (commutative or not info.needs.commutative):
+        if info.supports(p, {**info.sweep[0], **params}) \
+                and operator_allows(info.needs, commutative=commutative, idempotent=idempotent):
             return row["algorithm"], params
     raise SpecError(f"algorithm='auto': no {collective} algorithm of the table fits P={p}, "
-                    f"{nbytes} B, {'commutative' if commutative else 'non-commutative'} operator")
+                    f"{nbytes} B, a {properties_text(commutative, idempotent)} operator")
 
 
 # ---- the plan cache ---------------------------------------------------------------------------
@@ -217,12 +220,11 @@ def _prepare(name: str, collective: str, algorithm: str, params: dict, count: in
             nbytes = count * itemsize // (p if collective == "alltoall" else 1)
             if algorithm == "auto":
                 algorithm, auto_params = choose(name if name == "composite" else collective, p, nbytes,
-                                                commutative=operator.commutative, tuning=tuning)
+                                                commutative=operator.commutative,
+                                                idempotent=operator.idempotent, tuning=tuning)
                 params = {**auto_params, **params}
             schedule = _schedule(collective, algorithm, p, count, itemsize, _frozen(params))
-            if schedule.needs.commutative and not operator.commutative:
-                problem = (f"{schedule.label()} needs a commutative operator, op={operator.name} is not; "
-                           "expected an associative algorithm (e.g. pairwise_exchange, rabenseifner, radix_k)")
+            problem = check_operator(schedule, operator)
     except TopocollError as exc:
         problem = str(exc)
     except Exception as exc:   # noqa: BLE001 - every rank must hear it, not hang

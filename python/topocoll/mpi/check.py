@@ -3,7 +3,7 @@
     mpiexec -n 4 python -m topocoll.mpi.check [--collective C] [--algorithm A]
         [--param n=2 ...] [--count N] [--op sum|max|affine|...] [--seed S]
         [--transport p2p|rma] [--progress auto|dataflow|script] [--runs N] [--suite] [--fail-rank R [--fail-in start|op]]
-        [--disagree FIELD]
+        [--disagree FIELD] [--operators]
 
 Every rank derives every rank's input from the seed, runs its part through a
 plan (:func:`topocoll.mpi.plan`) ``--runs`` times with new data each run,
@@ -15,7 +15,8 @@ seed; the exit status is 1 if any case mismatched.
 collective with every operator kind it supports, counts not divisible by P
 and zero, both transports, a plan reused 100 times, the mpi4py-shaped calls
 against the library's own collectives, split-phase round counts and
-compositing. ``--fail-rank R`` makes rank R fail (before the collective, or
+compositing. ``--operators`` runs every reduction algorithm with every
+operator against the MPI library (:mod:`.operator_check`). ``--fail-rank R`` makes rank R fail (before the collective, or
 inside a reduction with ``--fail-in op``) to show that the job aborts with
 one line instead of hanging; ``--disagree FIELD`` makes rank P-1 call with
 another count, algorithm or operator, to show that every rank gets the same
@@ -31,6 +32,8 @@ import numpy as np
 
 from ..errors import SpecError
 from .abort import run_or_abort
+from .operator_check import check_operators
+from .operators import Operator
 
 OPS = ["sum", "max", "prod", "xor", "affine"]
 
@@ -49,6 +52,8 @@ def _parse(argv):
     parser.add_argument("--runs", type=positive_int, default=1)
     parser.add_argument("--progress", default="auto", choices=["auto", "dataflow", "script"])
     parser.add_argument("--suite", action="store_true")
+    parser.add_argument("--operators", action="store_true",
+                        help="every reduction algorithm with every operator, against the MPI library")
     parser.add_argument("--fail-rank", type=int, default=None)
     parser.add_argument("--fail-in", default="start", choices=["start", "op"])
     parser.add_argument("--disagree", default=None, choices=["count", "algorithm", "op", "p"])
@@ -241,7 +246,9 @@ def main(argv=None) -> int:
         return 0
     if args.fail_rank is not None:
         return fail(comm, args.fail_rank, args.fail_in)
-    if args.suite:
+    if args.operators:
+        check_operators(report, args.seed)
+    elif args.suite:
         suite(report, args.seed)
     else:
         run_cases(report, args.collective, args.algorithm, params, args.op, args.count, args.seed, args.runs,
@@ -259,11 +266,12 @@ def fail(comm, fail_rank: int, where: str) -> int:
     if where == "start" and rank == fail_rank:
         raise SpecError(f"--fail-rank={rank}: failing on purpose to show the job aborts")
 
-    def op(left, right):
+    def add(left, right):
         if rank == fail_rank:
             raise ValueError("the reduction operator failed on purpose (--fail-in op)")
         return left + right
 
+    op = Operator(add, commutative=True)   # ring needs a commutative operator above P = 2
     pl = plan(generate("allreduce", "ring", p, count=4), np.ones(4), op=op, comm=comm)   # every rank reduces
     pl.run()
     comm.Barrier()

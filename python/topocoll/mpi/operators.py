@@ -4,8 +4,17 @@
 ``dst = dst ∘ src``, as :class:`~topocoll.schedules.ops.Reduce` defines
 them. Predefined operators run a NumPy ufunc with ``out=dst`` (no temporary),
 ``over`` runs the Rust compositing kernel in place
-(:func:`topocoll.imaging.over`), and any ``f(left, right) -> array`` is
-called on whole blocks. No per-element Python anywhere.
+(:func:`topocoll.imaging.over`), a user-defined ``MPI.Op`` runs
+``MPI_Reduce_local``, and any ``f(left, right) -> array`` is called on whole
+blocks. No per-element Python anywhere.
+
+Every operator says what it is, since algorithms differ in what they need
+(:class:`~topocoll.schedules.ir.OperatorNeeds`): predefined operators carry
+MPI's properties (:mod:`topocoll.operators`), a user-defined ``MPI.Op`` its
+``Is_commutative()`` (and is not idempotent: MPI cannot say so), and a
+callable is neither commutative nor idempotent unless wrapped in
+:class:`Operator` with ``commutative=True`` / ``idempotent=True``.
+:func:`operator_problem` is the one check a plan makes.
 """
 
 from __future__ import annotations
@@ -15,20 +24,49 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SpecError
-from ..verify.reference import UFUNCS
-
-#: MPI's predefined operators by their mpi4py names
-MPI_NAMES = {"SUM": "sum", "PROD": "prod", "MAX": "max", "MIN": "min",
-             "BAND": "band", "BOR": "bor", "BXOR": "xor"}
+from ..operators import MPI_NAMES, MPI_UNSUPPORTED, NAMED, names_with, properties_text
+from ..schedules.ir import OperatorNeeds
+from ..schedules.registry import catalogue
 
 
 class Operator:
-    """``name`` and ``apply(triples, left) -> callable`` for a plan."""
+    """A reduction operator and what it is: ``f(left, right) -> array``.
 
-    commutative = True
+    Parameters
+    ----------
+    func : callable
+        Applied to whole blocks; ``left`` is the lower rank (the front).
+    commutative, idempotent : bool
+        What the operator is (as ``MPI.Op.Create(func, commute=...)`` says);
+        an algorithm that needs more is refused (:func:`operator_problem`).
+        Both default to False, the safe side: a wrong ``True`` gives wrong
+        results, a wrong ``False`` only fewer algorithms.
+    name : str, optional
+        How errors and signatures name it (default ``func.__name__``).
 
-    def __init__(self, name: str, func: Callable):
-        self.name, self.func = name, func
+    Examples
+    --------
+    >>> import numpy as np
+    >>> matmul = Operator(lambda a, b: a @ b, name="matmul")
+    >>> matmul.commutative, matmul.idempotent
+    (False, False)
+    >>> Operator(np.maximum, commutative=True, idempotent=True).describe()
+    'op=maximum (commutative, idempotent)'
+    """
+
+    def __init__(self, func: Callable, *, commutative: bool = False, idempotent: bool = False,
+                 name: str | None = None):
+        if not callable(func):
+            raise SpecError(f"Operator: {func!r} is not callable, expected f(left, right) -> array")
+        for what, value in (("commutative", commutative), ("idempotent", idempotent)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise SpecError(f"Operator: {what}={value!r}, expected True or False")
+        self.func = func
+        self.commutative, self.idempotent = bool(commutative), bool(idempotent)
+        self.name = name if name is not None else getattr(func, "__name__", "callable")
+
+    def describe(self) -> str:
+        return f"op={self.name} ({properties_text(self.commutative, self.idempotent)})"
 
     def check(self, buf: np.ndarray) -> None:
         pass
@@ -53,6 +91,12 @@ class Operator:
 
 
 class Ufunc(Operator):
+    """A predefined operator: its NumPy ufunc writes into ``dst``."""
+
+    def __init__(self, name: str):
+        known = NAMED[name]
+        super().__init__(known.ufunc, commutative=known.commutative, idempotent=known.idempotent, name=name)
+
     def apply(self, triples, left: bool):
         f = self.func
         if len(triples) == 1:
@@ -71,16 +115,45 @@ class Ufunc(Operator):
         return run
 
 
+class MpiUserOp(Operator):
+    """A user-defined ``MPI.Op`` (``MPI.Op.Create``), applied by
+    ``MPI_Reduce_local(inbuf, inoutbuf)``: ``inoutbuf = inbuf ∘ inoutbuf``."""
+
+    def __init__(self, op):
+        super().__init__(op.Reduce_local, commutative=op.Is_commutative(), idempotent=False,
+                         name=f"MPI.Op({op.py2f()})")
+        self.mpi_op = op
+
+    def apply(self, triples, left: bool):
+        op = self.mpi_op
+        if left:      # dst = src ∘ old
+            def run():
+                for dst, src, old in triples:
+                    if old is not dst:
+                        dst[...] = old
+                    op.Reduce_local(src, dst)
+        else:         # dst = old ∘ src
+            def run():
+                for dst, src, old in triples:
+                    scratch = src.copy()
+                    op.Reduce_local(old, scratch)
+                    dst[...] = scratch
+        return run
+
+    def __call__(self, left, right):
+        out = np.array(right, copy=True)
+        self.mpi_op.Reduce_local(np.ascontiguousarray(left), out)
+        return out
+
+
 class Over(Operator):
     """Premultiplied RGBA ``front + (1 - front.alpha) * back``, float32 rows
     of 4 channels, by the Rust kernel writing into ``dst``."""
 
-    commutative = False
-
     def __init__(self, threads: int | None = None):
         from ..imaging import over
 
-        super().__init__("over", lambda front, back: over(front, back, threads=threads))
+        super().__init__(lambda front, back: over(front, back, threads=threads), name="over")
         self._over, self._threads = over, threads
 
     def check(self, buf: np.ndarray) -> None:
@@ -102,32 +175,78 @@ class Over(Operator):
 
 
 def as_operator(op) -> Operator:
-    """An :class:`Operator` from a name, a predefined ``MPI.Op``, a callable or itself."""
+    """An :class:`Operator` from a name, an ``MPI.Op``, a callable or itself.
+
+    A bare callable is neither commutative nor idempotent (wrap it in
+    :class:`Operator` to say otherwise).
+    """
     if isinstance(op, Operator):
         return op
     if isinstance(op, str):
         if op == "over":
             return Over()
-        if op in UFUNCS:
-            return Ufunc(op, UFUNCS[op])
-        raise SpecError(f"op={op!r}, expected one of {', '.join(UFUNCS)}, over, an MPI.Op or a callable")
-    name = _mpi_op_name(op)
-    if name is not None:
-        return Ufunc(name, UFUNCS[name])
+        if op in NAMED:
+            return Ufunc(op)
+        raise SpecError(f"op={op!r}, expected one of {', '.join(NAMED)}, over, an MPI.Op or a callable")
+    found = _from_mpi_op(op)
+    if found is not None:
+        return found
     if callable(op):
-        return Operator(getattr(op, "__name__", "callable"), op)
-    raise SpecError(f"op={op!r}, expected a name, a predefined MPI.Op or a callable")
+        return Operator(op)
+    raise SpecError(f"op={op!r}, expected a name, an MPI.Op or a callable")
 
 
-def _mpi_op_name(op):
+def _from_mpi_op(op) -> Operator | None:
     try:
         from mpi4py import MPI
     except ImportError:   # pragma: no cover - mpi4py is a dependency
         return None
-    if isinstance(op, MPI.Op):
-        for mpi_name, name in MPI_NAMES.items():
-            if op == getattr(MPI, mpi_name):
-                return name
-        raise SpecError(f"op={op!r}: a user-defined MPI.Op, expected a predefined one "
-                        "(SUM, PROD, MAX, MIN, BAND, BOR, BXOR) or a Python callable")
-    return None
+    if not isinstance(op, MPI.Op):
+        return None
+    if op == MPI.OP_NULL:
+        raise SpecError("op=MPI.OP_NULL, expected a predefined MPI.Op, a user MPI.Op or a callable")
+    for mpi_name, name in MPI_NAMES.items():
+        if op == getattr(MPI, mpi_name):
+            return Ufunc(name)
+    for mpi_name, why in MPI_UNSUPPORTED.items():
+        if op == getattr(MPI, mpi_name, None):
+            raise SpecError(f"op=MPI.{mpi_name}: not supported ({why}), expected one of "
+                            f"{', '.join('MPI.' + n for n in MPI_NAMES)}, a user MPI.Op or a callable")
+    return MpiUserOp(op)
+
+
+def operator_problem(label: str, needs: OperatorNeeds, operator: Operator, alternatives=()) -> str | None:
+    """None if ``operator`` meets ``needs``, else the one line a plan refuses with:
+    which algorithm, what it needs, what the operator is, what would work."""
+    if (operator.commutative or not needs.commutative) and (operator.idempotent or not needs.idempotent):
+        return None
+    wanted = ("a commutative, idempotent" if needs.idempotent and needs.commutative
+              else "an idempotent" if needs.idempotent else "a commutative")
+    fits = names_with(commutative=needs.commutative, idempotent=needs.idempotent)
+    others = f"; algorithms that work with it: {', '.join(alternatives)}" if alternatives else \
+        "; no algorithm of this collective works with it"
+    return (f"{label} needs {wanted} operator ({', '.join(fits)}), {operator.describe()} is not"
+            f"{others}")
+
+
+def algorithms_for(collective: str, p: int, operator: Operator) -> list[str]:
+    """The catalogue's ``collective`` algorithms that exist for ``p`` and whose
+    needs (with their default parameters) ``operator`` meets."""
+    return sorted(info.name for info in catalogue().values()
+                  if info.collective == collective and info.supports(p, info.sweep[0])
+                  and operator_problem("", info.needs, operator) is None)
+
+
+def check_operator(schedule, operator: Operator) -> str | None:
+    """:func:`operator_problem` for a generated schedule (its exact needs).
+
+    A barrier's payload carries no result (only the arrival of its messages
+    matters), so any operator will do.
+    """
+    needs = schedule.needs
+    if schedule.collective == "barrier":
+        return None
+    if operator_problem("", needs, operator) is None:
+        return None
+    return operator_problem(schedule.label(), needs, operator,
+                            algorithms_for(schedule.collective, schedule.p, operator))

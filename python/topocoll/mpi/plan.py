@@ -39,10 +39,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import SpecError, TopocollError
+from ..errors import SpecError, StateError, TopocollError
 from ..schedules.ir import Schedule
 from .compile import COPY, RECV, REDUCE, SEND, RankProgram, compile_rank
-from .operators import Operator, as_operator
+from .operators import Operator, as_operator, check_operator
 
 TRANSPORTS = ("p2p", "rma")
 
@@ -158,7 +158,9 @@ class Plan:
     # ---- running -----------------------------------------------------------------------------
     def start(self) -> None:
         """Begin one run: copy the input blocks in, post every receive, start
-        what is ready."""
+        what is ready. :class:`~topocoll.errors.StateError` (on this rank
+        only, nothing posted) while a run is in progress or after ``free()``."""
+        self._expect_idle("start()")
         if self._script is not None:
             self._begin_script()
         else:
@@ -166,7 +168,6 @@ class Plan:
 
     def _begin_script(self) -> None:
         try:   # not a `with`: its object per run costs ~0.4 µs on the latency-bound path
-            self._idle_and_open()
             self._running = "script"
             self._copy_inputs()
             self._transport.begin()
@@ -174,7 +175,11 @@ class Plan:
             self._abort(exc)
 
     def wait(self) -> np.ndarray:
-        """Complete the run; return ``recvbuf``."""
+        """Complete the run; return ``recvbuf``. :class:`~topocoll.errors.StateError`
+        (on this rank only) before ``start()`` or after ``free()``."""
+        if not self._running:
+            self._expect_open("wait()")
+            raise StateError(f"{self.program.label}: wait() with no run in progress, expected start() first")
         if self._running == "script":
             try:   # not a `with`, as in _begin_script
                 for step in self._script:
@@ -204,11 +209,14 @@ class Plan:
     def start_split(self) -> None:
         """Begin a split-phase run: only this rank's first round is started;
         each :meth:`test` advances at most one round."""
+        self._expect_idle("start_split()")
         self._begin(split=True)
 
     def test(self) -> bool:
-        """Split phase: advance by at most one round, never block; True when done."""
+        """Split phase: advance by at most one round, never block; True when done
+        (and, as ``MPI_Test`` on an inactive request, when no run was started)."""
         if not self._running:
+            self._expect_open("test()")
             return True
         with self._failing_aborts():
             if self._done == len(self._kind):   # nothing left (P = 1): done without a call that counts
@@ -225,19 +233,27 @@ class Plan:
         return False
 
     def free(self) -> None:
-        """Release the requests, the window and the duplicated communicator."""
+        """Release the requests, the window and the duplicated communicator
+        (collective; again after ``free()`` does nothing)."""
         if self.comm is None:
             return
+        if self._running:
+            raise StateError(f"{self.program.label}: free() while a run is in progress, expected wait() first")
         self._transport.free()
         self.comm.Free()
         self.comm = None
 
     # ---- the dependency engine ---------------------------------------------------------------
-    def _idle_and_open(self) -> None:
-        if self._running:
-            raise SpecError("start() while a run is in progress, expected wait() first")
+    def _expect_open(self, call: str) -> None:
         if self.comm is None:
-            raise SpecError("start() after free()")
+            raise StateError(f"{self.program.label}: {call} after free(), expected a plan not yet freed")
+
+    def _expect_idle(self, call: str) -> None:
+        """Misuse is this rank's own mistake: raised here, before anything
+        is posted, instead of aborting the job as failures once data moves do."""
+        self._expect_open(call)
+        if self._running:
+            raise StateError(f"{self.program.label}: {call} while a run is in progress, expected wait() first")
 
     def _copy_inputs(self) -> None:
         for src, dst in self._inputs:
@@ -250,7 +266,6 @@ class Plan:
 
     def _begin(self, split: bool) -> None:
         with self._failing_aborts():
-            self._idle_and_open()
             self._running = True
             self.tests = 0
             self._copy_inputs()
@@ -556,6 +571,9 @@ def plan(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, tran
             raise SpecError(f"progress={progress!r}, expected one of {', '.join(PROGRESS)}")
         if schedule.p != comm.Get_size():
             raise SpecError(f"schedule is for p={schedule.p} ranks, the communicator has {comm.Get_size()}")
+        problem = check_operator(schedule, operator)
+        if problem is not None:
+            raise SpecError(problem)
         sendbuf, recvbuf, problem = _check_buffers(schedule, sendbuf, recvbuf)
         if problem is None:
             operator.check(recvbuf)

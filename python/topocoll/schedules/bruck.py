@@ -156,4 +156,4 @@ def bruck(p: int, *, n: int = 1, count: int = 1, itemsize: int = 8) -> Schedule:
     n = check_n("bruck", n)
     count, itemsize = check_count("bruck", count, itemsize)
     return circulant_schedule("allreduce", "bruck", p, count, itemsize, {"n": n},
-                     OperatorNeeds(commutative=True), _bruck_template(p, n))
+                     OperatorNeeds(commutative=p > 1), _bruck_template(p, n))

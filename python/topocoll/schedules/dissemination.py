@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .common import ceil_log, check_count, check_p
 from .ir import OperatorNeeds, Schedule, block_bounds
 from .pattern import Circulant
@@ -236,6 +238,27 @@ def smallest_usable_n(p: int) -> int:
 
 # ---- templates ---------------------------------------------------------------
 
+def _dissemination_needs(p: int, n: int) -> OperatorNeeds:
+    """Exactly what :func:`_dissemination_template` needs of the operator.
+
+    After the rounds, rank r holds the contributions of ``r - Σ_t o_t`` for
+    every choice of one offset ``o_t`` per round (0 or one of the round's
+    offsets), counted with multiplicity. Where every residue mod P comes out
+    exactly once (P = (n+1)^k, but also P = 6 with n = 2, whose wrapped
+    offsets 3 and 6 ≡ 0 fall away), no contribution arrives twice and a
+    commutative operator suffices; elsewhere it must be idempotent too
+    (Hoefler et al. 2006, End et al. 2016 §III-B). One rank holds everything
+    at P = 1: any operator will do.
+    """
+    counts = np.zeros(p, dtype=np.int64)
+    counts[0] = 1
+    for t in range(ceil_log(p, n + 1)):
+        dist = (n + 1) ** t
+        offsets = [o for o in dict.fromkeys(i * dist % p for i in range(1, n + 1)) if o]
+        counts = counts + sum((np.roll(counts, o) for o in offsets), np.zeros_like(counts))
+    return OperatorNeeds(commutative=p > 1, idempotent=bool((counts != 1).any()))
+
+
 def _dissemination_template(p: int, n: int) -> Circulant:
     """Hoefler's n-way dissemination, eqs. (1), (2): every round in full.
     Offsets equal modulo P (only where ``n ≥ P``) are sent once; none is 0."""
@@ -408,7 +431,7 @@ def nway_dissemination(p: int, *, n: int | str = 1, count: int = 1, itemsize: in
     a = adaptation(p, n)
     template = Circulant() if a is None else _adapted_template(a)
     return circulant_schedule("allreduce", "nway_dissemination", p, count, itemsize, {"n": n},
-                     OperatorNeeds(commutative=True), template)
+                     OperatorNeeds(commutative=p > 1), template)
 
 
 @algorithm(collective="allreduce", name="nway_dissemination_unadapted", params={"n": 1},
@@ -444,7 +467,7 @@ def nway_dissemination_unadapted(p: int, *, n: int = 1, count: int = 1, itemsize
     n = check_n("nway_dissemination_unadapted", n)
     count, itemsize = check_count("nway_dissemination_unadapted", count, itemsize)
     return circulant_schedule("allreduce", "nway_dissemination_unadapted", p, count, itemsize, {"n": n},
-                     OperatorNeeds(commutative=True, idempotent=True), _dissemination_template(p, n))
+                     _dissemination_needs(p, n), _dissemination_template(p, n))
 
 
 @algorithm(collective="barrier", name="dissemination", params={"n": 1}, needs="commutative, idempotent",
@@ -464,14 +487,14 @@ def dissemination(p: int, *, n: int = 1, count: int = 1, itemsize: int = 0) -> S
     --------
     >>> from topocoll.verify import verify
     >>> from topocoll.schedules import report
-    >>> verify(dissemination(9, n=2)), report(dissemination(9, n=2)).rounds
+    >>> verify(dissemination(9, n=2), op="max"), report(dissemination(9, n=2)).rounds
     ('max', 2)
     """
     p = check_p("dissemination", p)
     n = check_n("dissemination", n)
     count, itemsize = check_count("dissemination", count, itemsize)
     return circulant_schedule("barrier", "dissemination", p, count, itemsize, {"n": n},
-                     OperatorNeeds(commutative=True, idempotent=True), _dissemination_template(p, n))
+                     _dissemination_needs(p, n), _dissemination_template(p, n))
 
 
 def adapted_schedule(a: Adaptation, *, count: int = 1, itemsize: int = 8) -> Schedule:
@@ -479,5 +502,5 @@ def adapted_schedule(a: Adaptation, *, count: int = 1, itemsize: int = 8) -> Sch
     not only the cheapest): to check every case of Theorem 1."""
     count, itemsize = check_count("adapted_schedule", count, itemsize)
     return circulant_schedule("allreduce", "nway_dissemination", a.p, count, itemsize, {"n": a.n},
-                     OperatorNeeds(commutative=True), _adapted_template(a))
+                     OperatorNeeds(commutative=a.p > 1), _adapted_template(a))
 

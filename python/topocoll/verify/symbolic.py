@@ -4,7 +4,9 @@ Every block value is ``(origin_block, seq)``: the block it came from and the
 sequence of half-open rank intervals whose inputs it reduces, left to right.
 For a commutative operator only the multiset of ranks matters; for a
 non-commutative one the sequence must be exactly the depth (rank) order; for
-an idempotent one (max, min, and, or) a rank may appear more than once.
+an idempotent one (max, min, and, or) a rank may appear more than once (and
+for an idempotent non-commutative one, such as ``first``, only where two
+in-order pieces overlap).
 At the end every output block is compared with the collective's definition
 (:mod:`topocoll.schedules.collectives`).
 """
@@ -15,15 +17,16 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..errors import SpecError, VerificationError
+from ..operators import NAMED
 from ..schedules.collectives import expected_contributions
 from ..schedules.ir import Schedule
 from .replay import describe, replay
 
-# name -> (commutative, idempotent)
+# name -> (commutative, idempotent): the predefined operators of
+# :mod:`topocoll.operators`, and two that stand for user operators
 OPERATORS = {
-    "sum": (True, False), "prod": (True, False), "xor": (True, False),
-    "max": (True, True), "min": (True, True), "band": (True, True), "bor": (True, True),
-    "noncommutative": (False, False), "over": (False, False),
+    **{op.name: (op.commutative, op.idempotent) for op in NAMED.values()},
+    "noncommutative": (False, False), "noncommutative_idempotent": (False, True), "over": (False, False),
 }
 
 
@@ -89,17 +92,24 @@ class SymbolicAlgebra:
         if left.block != right.block:
             raise VerificationError(
                 f"{where()}: reduces data of block {left.block} with data of block {right.block}")
-        if self.idempotent:
+        if self.commutative and self.idempotent:
             return Sym(left.block, _union(left.seq + right.seq))
         if self.commutative:
             return Sym(left.block, _normalise(left.seq + right.seq))
         # Associativity alone can only ever merge neighbours in depth order:
         # two pieces with a gap (or in the wrong order) can never become the
-        # in-order result, so reject at once and name them.
-        if left.seq and right.seq and left.seq[-1][1] != right.seq[0][0]:
-            raise VerificationError(
-                f"{where()}: composites non-adjacent pieces {left} (front) and {right} (back) "
-                "of a non-commutative operator")
+        # in-order result, so reject at once and name them. An idempotent
+        # non-commutative operator (``first``) may also merge in-order pieces
+        # that overlap: [a, c)∘[b, d) = [a, b)[b, c)[b, c)[c, d) = [a, d) for
+        # a ≤ b ≤ c ≤ d; nothing else (x1x2∘x0x1 is not x0x1x2 for ``last``).
+        if left.seq and right.seq:
+            (a, c), (b, d) = left.seq[-1], right.seq[0]
+            if self.idempotent and a <= b <= c <= d:
+                return Sym(left.block, left.seq[:-1] + ((a, d),) + right.seq[1:])
+            if c != b:
+                raise VerificationError(
+                    f"{where()}: composites non-adjacent pieces {left} (front) and {right} (back) "
+                    "of a non-commutative operator")
         return Sym(left.block, _concat(left.seq, right.seq))
 
     def check(self, value, expected) -> str | None:
@@ -108,7 +118,7 @@ class SymbolicAlgebra:
         want = format_seq(exp_seq)
         if value.block != exp_block:
             return f"holds data of block {value.block}, expected block {exp_block} ({want})"
-        if value.seq == exp_seq or (self.idempotent and _union(value.seq) == _union(exp_seq)):
+        if value.seq == exp_seq or (self.commutative and self.idempotent and _union(value.seq) == _union(exp_seq)):
             return None
         got_ranks = _expand(value.seq)
         want_ranks = _expand(exp_seq)

@@ -45,7 +45,7 @@ class Ordered:
 def test_every_p_verifies_and_matches_reference(n, ps):
     for p in ps:
         sched = bruck(p, n=n, count=3)
-        assert verify(sched) == "sum"
+        assert verify(sched, op="sum") == "sum" and sched.needs.commutative == (p > 1)
         check_against_reference(sched, integer_inputs(p, 3, seed=p), "sum")
         if p <= 16 or p % 17 == 0 or p in (64, 127):
             check_against_reference(sched, positive_inputs(p, 3, seed=p), shifted_product)
