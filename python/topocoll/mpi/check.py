@@ -170,6 +170,48 @@ def suite(report: Report, seed: int) -> None:
     check_api(report, seed)
     check_split(report, seed)
     check_tag_bound(report)
+    check_misuse(report)
+
+
+def check_misuse(report: Report) -> None:
+    """Misusing a plan is this rank's own error (a :class:`StateError`
+    raised here), not a job abort: the suite goes on after each one."""
+    from ..errors import StateError
+    from ..schedules import generate
+    from .plan import plan
+
+    comm = report.comm
+    p = comm.Get_size()
+    pl = plan(generate("allreduce", "pairwise_exchange", p, count=4), np.ones(4), comm=comm)
+    pl_split = plan(generate("allreduce", "pairwise_exchange", p, count=4), np.ones(4), comm=comm)
+    heard = []
+
+    def expect(what, call, words):
+        try:
+            call()
+            heard.append(f"{what}: accepted")
+        except StateError as exc:
+            if words not in str(exc):
+                heard.append(f"{what}: {exc}")
+
+    expect("wait() before start()", pl.wait, "wait() with no run in progress, expected start() first")
+    pl.start()
+    expect("start() twice", pl.start, "start() while a run is in progress")
+    expect("free() while running", pl.free, "free() while a run is in progress")
+    expect("start_split() while running", pl.start_split, "start_split() while a run is in progress")
+    result = pl.wait()
+    if not np.array_equal(result, np.full(4, float(p))):
+        heard.append(f"the run after the refused calls gave {result}")
+    pl_split.start_split()
+    expect("start() during a split-phase run", pl_split.start, "start() while a run is in progress")
+    pl_split.wait()
+    pl.free()
+    pl_split.free()
+    expect("start() after free()", pl.start, "start() after free()")
+    expect("wait() after free()", pl.wait, "wait() after free()")
+    expect("test() after free()", pl.test, "test() after free()")
+    report.case("plan misuse (wait before start, start twice, free while running, start/wait/test after free) "
+                "raises StateError on the calling rank", heard)
 
 
 def check_tag_bound(report: Report) -> None:
