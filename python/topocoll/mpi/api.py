@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,7 +34,8 @@ from ..errors import ParseError, SpecError, TopocollError
 from ..operators import properties_text
 from ..schedules.ir import Schedule
 from ..schedules.registry import lookup, operator_allows
-from .operators import Ufunc, as_operator, check_operator
+from ..verify.uniform import catalogue_identical, identical_results
+from .operators import Over, Ufunc, as_operator, check_operator
 from .plan import Plan, agree
 from .plan import plan as make_plan
 
@@ -115,10 +117,12 @@ def load_tuning(tuning) -> dict:
 
 
 def choose(collective: str, p: int, nbytes: int, *, commutative: bool, idempotent: bool = False,
-           tuning=None) -> tuple[str, dict]:
+           tuning=None, same_result: Callable[[str], bool] | None = None) -> tuple[str, dict]:
     """The algorithm ``"auto"`` runs: the tuning table's first matching row,
-    else :data:`DEFAULTS`; rows whose algorithm does not exist for ``p``, or
-    needs more of the operator than it is, are skipped."""
+    else :data:`DEFAULTS`; rows whose algorithm does not exist for ``p``,
+    needs more of the operator than it is, or (with ``same_result``, a
+    predicate on the algorithm's name) may leave ranks with results that
+    differ in the last bits, are skipped."""
     table = load_tuning(tuning)
     rows = list(table.get(collective, [])) + DEFAULTS.get(collective, [])
     registry_name = "reduce_scatter" if collective == "composite" else collective
@@ -134,7 +138,8 @@ def choose(collective: str, p: int, nbytes: int, *, commutative: bool, idempoten
         except TopocollError:
             continue
         if info.supports(p, {**info.sweep[0], **params}) \
-                and operator_allows(info.needs, commutative=commutative, idempotent=idempotent):
+                and operator_allows(info.needs, commutative=commutative, idempotent=idempotent) \
+                and (same_result is None or same_result(row["algorithm"])):
             return row["algorithm"], params
     raise SpecError(f"algorithm='auto': no {collective} algorithm of the table fits P={p}, "
                     f"{nbytes} B, a {properties_text(commutative, idempotent)} operator")
@@ -194,18 +199,28 @@ def free_plans() -> None:
 
 # ---- one call -----------------------------------------------------------------------------------
 
-@dataclass
-class _Call:
-    collective: str
-    algorithm: str
-    params: dict
-    count: int
-    itemsize: int
+def _operator_kind(operator) -> str:
+    """The verifier's name for what ``operator`` is, for :mod:`topocoll.verify.uniform`."""
+    if isinstance(operator, Ufunc):
+        return operator.name
+    return "over" if isinstance(operator, Over) else "noncommutative"
+
+
+def _results_may_differ(pl: Plan) -> bool:
+    """Whether ranks may end a run of ``pl`` with results that differ in the
+    last bits (a different bracketing per rank: Bruck, the n-way
+    disseminations; docs/mpi.md, "Same result on every rank")."""
+    sched, kind, dtype = pl.schedule, _operator_kind(pl.operator), pl.recvbuf.dtype
+    known = catalogue_identical(sched.collective, sched.algorithm, sched.p, kind, dtype)
+    return not (known if known is not None else identical_results(sched, kind, dtype))
 
 
 def _prepare(name: str, collective: str, algorithm: str, params: dict, count: int, row_shape, dtype,
-             op, comm, tuning, transport: str, check: bool, local_problem: str | None) -> Plan:
-    """Resolve the algorithm, check agreement, return the cached plan."""
+             op, comm, tuning, transport: str, check: bool, local_problem: str | None,
+             identical: bool = False) -> Plan:
+    """Resolve the algorithm, check agreement, return the cached plan.
+    ``identical``: ``"auto"`` picks only algorithms that leave every rank
+    the same bits (the caller broadcasts after any other)."""
     MPI = _mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
     p = comm.Get_size()
@@ -219,9 +234,13 @@ def _prepare(name: str, collective: str, algorithm: str, params: dict, count: in
         if problem is None and count > 0:
             nbytes = count * itemsize // (p if collective == "alltoall" else 1)
             if algorithm == "auto":
+                kind = _operator_kind(operator)
+                same = (lambda algo: catalogue_identical(collective, algo, p, kind, dtype) is not False) \
+                    if identical else None
                 algorithm, auto_params = choose(name if name == "composite" else collective, p, nbytes,
                                                 commutative=operator.commutative,
-                                                idempotent=operator.idempotent, tuning=tuning)
+                                                idempotent=operator.idempotent, tuning=tuning,
+                                                same_result=same)
                 params = {**auto_params, **params}
             schedule = _schedule(collective, algorithm, p, count, itemsize, _frozen(params))
             problem = check_operator(schedule, operator)
@@ -231,7 +250,8 @@ def _prepare(name: str, collective: str, algorithm: str, params: dict, count: in
         problem = f"{type(exc).__name__}: {exc}"
     signature = (("call", name), ("algorithm", algorithm), ("parameters", repr(_frozen(params))), ("P", p),
                  ("count", count), ("element", f"{np.dtype(dtype).str}{list(row_shape)}"),
-                 ("operator", getattr(operator, "name", repr(op))), ("transport", transport))
+                 ("operator", getattr(operator, "name", repr(op))), ("transport", transport),
+                 ("identical", identical))   # a broadcast after the run: every rank or none
     if check or problem:
         if check:
             _checked(comm, signature, problem, where)
@@ -270,10 +290,15 @@ def _vector(sendbuf, recvbuf, where: str):
 
 
 def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "auto", tuning=None,
-              transport: str = "p2p", check: bool = True, **params):
+              transport: str = "p2p", check: bool = True, identical: bool = False, **params):
     """``MPI_Allreduce`` with a topocoll algorithm (``algorithm="bruck", n=5``).
 
-    Returns ``recvbuf`` (allocated when omitted).
+    Returns ``recvbuf`` (allocated when omitted). Bruck and the n-way
+    disseminations bracket the reduction differently on each rank, so with
+    floating-point sums ranks may end with results that differ in the last
+    bits; ``identical=True`` guarantees the same bits everywhere:
+    ``"auto"`` then picks only algorithms that give it, and after any other
+    algorithm rank 0's result is broadcast (one ``MPI_Bcast`` more).
 
     Examples
     --------
@@ -284,31 +309,40 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     send, recv = _vector(sendbuf, recvbuf, "allreduce")
     problem = _same_shape(send, recv, "allreduce")
     pl = _prepare("allreduce", "allreduce", algorithm, params, send.shape[0], send.shape[1:], send.dtype, op,
-                  comm, tuning, transport, check, problem)
-    return _run_through(pl, send, recv)
+                  comm, tuning, transport, check, problem, identical)
+    return _run_through(pl, send, recv, broadcast=identical and pl is not None and _results_may_differ(pl))
 
 
-def _run_through(pl: Plan | None, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
-    """The one-shot form: input into the plan's buffer, run, result out."""
+def _run_through(pl: Plan | None, send: np.ndarray, recv: np.ndarray, broadcast: bool = False) -> np.ndarray:
+    """The one-shot form: input into the plan's buffer, run, result out
+    (``broadcast``: rank 0's result replaces every rank's first)."""
     if pl is not None:   # None: a zero-count call, nothing moves
         pl.recvbuf[...] = send
         pl.run()
+        if broadcast:
+            pl.comm.Bcast(pl.recvbuf, root=0)
         recv[...] = pl.recvbuf
     return recv
 
 
 def iallreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "auto", tuning=None,
-               transport: str = "p2p", check: bool = True, **params) -> "SplitRequest":
+               transport: str = "p2p", check: bool = True, identical: bool = False, **params) -> "SplitRequest":
     """Split-phase allreduce (End et al. 2016 §I, GASPI semantics): returns a
     request whose :meth:`SplitRequest.test` advances the collective by at most
     one round; nothing progresses between calls. ``recvbuf`` holds the result
-    once ``test()`` returned True (or after ``wait()``)."""
+    once ``test()`` returned True (or after ``wait()``). ``identical=True``:
+    as in :func:`allreduce`, but an algorithm whose results may differ is
+    refused (a broadcast would block inside ``test()``)."""
     send, recv = _vector(sendbuf, recvbuf, "iallreduce")
     problem = _same_shape(send, recv, "iallreduce")
     pl = _prepare("allreduce", "allreduce", algorithm, params, send.shape[0], send.shape[1:], send.dtype, op,
-                  comm, tuning, transport, check, problem)
+                  comm, tuning, transport, check, problem, identical)
     if pl is None:
         return SplitRequest(None, recv)
+    if identical and _results_may_differ(pl):   # the same schedule and operator everywhere: every rank raises
+        raise SpecError(f"iallreduce: {pl.schedule.label()} may leave ranks with results that differ in the last "
+                        f"bits for op={pl.operator.name} on {pl.recvbuf.dtype}, expected identical=False or an "
+                        "algorithm with the same result on every rank (topocoll algorithms)")
     pl.recvbuf[...] = send
     pl.start_split()
     return SplitRequest(pl, recv)

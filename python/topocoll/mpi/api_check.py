@@ -91,6 +91,33 @@ def check_composite(report, seed: int) -> None:
     report.case("api composite(radix_k, gather_to=0) == serial over", bad)
 
 
+def check_identical(report, seed: int) -> None:
+    """``identical=True``: every rank ends with the same bits (float32 sums
+    by Bruck and the n-way dissemination bracket differently per rank, so
+    without it they may not); ``iallreduce`` refuses such an algorithm."""
+    from ..errors import SpecError
+    from . import api
+
+    comm = report.comm
+    rank, p = comm.Get_rank(), comm.Get_size()
+    x = np.random.default_rng(seed + rank).standard_normal(1000).astype(np.float32)
+    for name, params in (("bruck", {"n": 1}), ("nway_dissemination", {"n": 1}), ("auto", {})):
+        plain = api.allreduce(x, op="sum", comm=comm, algorithm=name, **params)
+        same = api.allreduce(x, op="sum", comm=comm, algorithm=name, identical=True, **params)
+        everyone = comm.allgather(same.tobytes())
+        plains = comm.allgather(plain.tobytes())
+        differing = sum(b != plains[0] for b in plains)
+        bad = [] if len(set(everyone)) == 1 and np.allclose(same, plain, rtol=1e-4, atol=1e-3) else ["bits differ"]
+        report.case(f"api allreduce({name}, float32 sum, identical=True): the same bits on every rank "
+                    f"(without: {differing} of {p} ranks differ from rank 0)", bad)
+    try:
+        api.iallreduce(x, op="sum", comm=comm, algorithm="bruck", identical=True).wait()
+        bad = [] if p <= 2 else ["accepted"]
+    except SpecError as exc:
+        bad = [] if p > 2 and "differ in the last bits" in str(exc) else [str(exc)]
+    report.case("iallreduce(bruck, identical=True) refused where ranks' bits may differ (P > 2)", bad)
+
+
 def check_split(report, seed: int) -> None:
     """Split phase: with every peer's data there before each call (a barrier
     on another communicator between calls), ``test()`` finishes in exactly

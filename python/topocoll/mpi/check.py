@@ -150,7 +150,7 @@ SUITE_OPS = {"allreduce": ["sum", "affine", "max"], "reduce": ["affine"], "bcast
 def suite(report: Report, seed: int) -> None:
     """Everything this P allows (see the module docstring)."""
     from ..schedules import generate
-    from .api_check import check_api, check_split
+    from .api_check import check_api, check_identical, check_split
 
     comm = report.comm
     p = comm.Get_size()
@@ -168,6 +168,7 @@ def suite(report: Report, seed: int) -> None:
     sched = generate("allreduce", "ring" if p > 1 else "binomial", p, count=5 * p + 3)
     check_schedule(report, sched, "sum", seed=seed, runs=100)
     check_api(report, seed)
+    check_identical(report, seed)
     check_split(report, seed)
     check_tag_bound(report)
     check_misuse(report)
