@@ -9,9 +9,12 @@ The seed is printed with any failure (``FUZZ_SEED``).
 
 import contextlib
 import io
+import os
 import random
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -182,3 +185,212 @@ def test_real_subprocess_exits_2_without_traceback(argv):
     assert proc.returncode == 2
     assert proc.stderr.startswith("topocoll: error: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+# ---- issue 16: inputs that used to end in a traceback, a Rust abort, or a silent guess ----------------
+
+DATA = "tests/data/topology"
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    """Files the cases below read: noise traces and GOAL programs that must be refused."""
+    d = tmp_path_factory.mktemp("issue16")
+    files = {
+        "binary.trace": bytes(range(256)) * 4,
+        "overflow.trace": b"0\t5\n100\t99999999999999999999999999\n",
+        "unmatched_send.goal": b"num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\nrank 1 {\n}\n",
+        "unmatched_recv.goal": b"num_ranks 2\nrank 0 {\n}\nrank 1 {\nl1: recv 8b from 0 tag 4\n}\n",
+        "sizes.goal": b"num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\nrank 1 {\nl1: recv 16b from 0 tag 0\n}\n",
+        "huge.goal": b"num_ranks 2\nrank 0 {\nl1: send 18446744073709551616b to 1\n}\n"
+                     b"rank 1 {\nl1: recv 18446744073709551616b from 0\n}\n",
+        "huge_calc.goal": b"num_ranks 1\nrank 0 {\nl1: calc 99999999999999999999999\n}\n",
+        "huge_tag.goal": b"num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 9999999999999\n}\n"
+                         b"rank 1 {\nl1: recv 8b from 0 tag 9999999999999\n}\n",
+        "digits.goal": b"num_ranks 2\nrank 0 {\nl1: send " + b"9" * 5000 + b"b to 1\n}\nrank 1 {\n}\n",
+    }
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    return d
+
+
+SIM = ["simulate", "allreduce", "ring", "-P", "4", "--size", "1K"]
+
+ISSUE16 = [   # (argv with {dir} for the files above, a fragment the one line must hold)
+    (SIM + ["--os-noise", "trace:{dir}/binary.trace"], "not a text file"),
+    (SIM + ["--os-noise", "trace:{dir}/overflow.trace"], "overflow.trace:2: "),
+    (SIM + ["--os-noise", "periodic:1e30,1e-5"], "MAX_OS_NOISE_S"),
+    (["simulate", "goal", "{dir}/unmatched_send.goal"], "unmatched_send.goal:3: 'l1: send 8b to 1 tag 0' has no "
+                                                         "matching receive: channel 0→1 tag 0 has 1 sends but 0 "
+                                                         "receives, expected equal numbers"),
+    (["simulate", "goal", "{dir}/unmatched_recv.goal"], "has 0 sends but 1 receives, expected equal numbers"),
+    (["simulate", "goal", "{dir}/sizes.goal"], "sizes.goal:6: 'l1: recv 16b from 0 tag 0': send op 0 (8 B, line 3 "
+                                               "of rank 0) matches receive op 1 (16 B, rank 1), expected equal sizes"),
+    (["simulate", "goal", "{dir}/huge.goal"], "expected a size in 0..1099511627776 bytes (MAX_GOAL_BYTES, 1 TiB)"),
+    (["simulate", "goal", "{dir}/huge_calc.goal"], "MAX_GOAL_BYTES"),
+    (["simulate", "goal", "{dir}/huge_tag.goal"], "MAX_GOAL_TAG"),
+    (["simulate", "goal", "{dir}/digits.goal"], "at most 30 digits"),
+    (SIM + ["--ports", "1000000000"], "argument --ports: 1000000000 is out of range, expected an integer in 1..64"),
+    (SIM + ["--ports", "0"], "expected an integer in 1..64"),
+    (SIM + ["--ports", "2", "--model", "flow"], "--ports 2 with the flow model, expected --ports only with "
+                                                "--model loggops"),
+    (SIM + ["--ports", "2", "--model", "congestion"], "--ports 2 with the congestion model"),
+    (["compare", "allreduce", "-P", "4", "--sizes", "8", "--ports", "2"], "--ports 2 with the alpha-beta-gamma model"),
+    (["compare", "allreduce", "-P", "4", "--sizes", "8", "--ports", "2", "--topology", "crossbar:4"],
+     "--ports 2 with the static model"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1,,2"], "--size '1,,2': item 2 of 3 is empty"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "8,"], "--size '8,': item 2 of 2 is empty"),
+    (["compare", "allreduce", "-P", "4", "--sizes", "8,,64K"], "--sizes '8,,64K': item 2 of 3 is empty"),
+    (["goal", "allreduce", "ring", "-P", "4", "--size", "8,16"], "expected one size"),
+    (SIM + ["--model", "flow", "--nic-bandwidth", "0"], "leave --nic-bandwidth out for no injection limit"),
+    (["topo", f"ibnet:{DATA}/X5.topofile", "--order", f"slurm:{DATA}/X5.topology.conf"],
+     f"host 'sl390lin22' is not an endpoint of ibnet:{DATA}/X5.topofile; its 89 endpoints are named by node GUID "
+     f"(e.g. 'H-003048c707b60000'), expected host names: give them with a map of 'NODE-ID HOSTNAME' lines, "
+     f"ibnet:{DATA}/X5.topofile@map=FILE"),
+    (["bench", "allreduce", "--np", "100000"], "argument --np: 100000 is out of range, expected an integer in 1..64"),
+    (["bench", "allreduce", "--np", "0"], "argument --np: 0 is not positive"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", ISSUE16,
+                         ids=[" ".join(a).replace("{dir}/", "").replace(DATA + "/", "")[-60:] for a, _ in ISSUE16])
+def test_issue16_inputs_fail_in_one_line(argv, fragment, bad_files, monkeypatch):
+    from topocoll.mpi import bench_cli
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError(f"launched {args[0] if args else kwargs}")
+    monkeypatch.setattr(bench_cli.subprocess, "Popen", no_launch)      # bench must refuse before mpiexec
+    for name in bench_cli.RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    argv = [a.replace("{dir}", str(bad_files)) for a in argv]
+    code, out, err = run_in_process(argv)
+    assert code == 2 and out == "", (argv, code, out, err)
+    assert err.startswith("topocoll: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert fragment in err, err
+
+
+def test_the_same_options_pass_where_they_apply(bad_files):
+    """The values next to the refused ones run: the messages above are not over-broad."""
+    for argv in (SIM + ["--ports", "64"], SIM + ["--model", "flow", "--nic-bandwidth", "1e9"],
+                 ["topo", f"ibnet:{DATA}/X5.topofile@map={DATA}/X5.map", "--order",
+                  f"slurm:{DATA}/X5.topology.conf"]):
+        code, _, err = run_in_process(argv)
+        assert code == 0 and err == "", (argv, err)
+
+
+def test_version_prints_the_package_version():
+    import importlib.metadata
+
+    code, out, err = run_in_process(["--version"])
+    assert (code, err) == (0, "")
+    assert out == f"topocoll {importlib.metadata.version('topocoll')}\n"
+
+
+# ---- bench --np: Ctrl-C / SIGTERM end every process the launcher started ----------------------------
+
+def _tree(pid):
+    """Every process below ``pid`` (an implementation apart from bench_cli's, read from /proc)."""
+    parent = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            parent[int(name)] = int(stat[stat.rfind(b")") + 2:].split()[1])
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for child in (c for c, pp in parent.items() if pp == p and c not in found):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pids):
+    """Those of ``pids`` that still run (zombies, ended but not yet reaped, do not)."""
+    out = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                    out.add(pid)
+        except OSError:
+            pass
+    return out
+
+
+def _interrupt_and_check(proc, started, signum, status):
+    """Send ``signum`` to ``proc`` once ``started()`` holds; every process below it must end with it.
+    Whatever is left (a failing run) is killed here, so a failure leaks no process."""
+    tree = set()
+    try:
+        deadline = time.monotonic() + 60
+        while not started() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        tree = _tree(proc.pid)
+        assert started() and tree, "the launcher never started its processes"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=20)
+        deadline = time.monotonic() + 5
+        while _running(tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(tree), f"left running after {signal.Signals(signum).name}: {sorted(_running(tree))}"
+        assert proc.returncode == status, err
+        name = signal.Signals(signum).name
+        assert err.strip().splitlines()[-1].startswith(f"topocoll: interrupted ({name}): ended"), err
+    finally:
+        for pid in _running(tree | {proc.pid}):
+            os.kill(pid, signal.SIGKILL)
+        proc.wait()
+
+
+LAUNCHER_SCRIPT = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)   # even where the test runner ignores SIGINT
+from topocoll.mpi.bench_cli import run_launcher
+# a launcher that, like Hydra, puts what it starts in sessions of its own
+child = "import os, sys, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(120)"
+sys.exit(run_launcher(["sh", "-c", f'{sys.executable} -c "{child}" & {sys.executable} -c "{child}" & wait'],
+                      grace=1.0))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process tree from /proc")
+def test_run_launcher_on_ctrl_c_ends_processes_in_their_own_sessions():
+    """Ctrl-C (SIGINT; SIGTERM is the test below, with a real mpiexec) ends what the launcher started,
+    even in sessions of their own, which the launcher's process group does not hold."""
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER_SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen = []
+
+    def started():     # both children printed their pid, after their setsid
+        while len(seen) < 2:
+            seen.append(proc.stdout.readline())
+        return True
+    _interrupt_and_check(proc, started, signal.SIGINT, 130)
+
+
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+@pytest.mark.skipif(not (os.path.isdir("/proc") and os.access(MPIEXEC, os.X_OK)), reason="needs mpiexec and /proc")
+def test_bench_np_sigterm_ends_mpiexec_and_every_rank():
+    """The real thing: `topocoll bench --np 2`, SIGTERM once both ranks run; nothing it started survives
+    (before issue 16, mpiexec, its proxy and both ranks ran on, orphaned)."""
+    proc = subprocess.Popen([sys.executable, "-m", "topocoll", "bench", "barrier", "--np", "2", "--iterations",
+                             "1000000000", "--repetitions", "1000"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def started():     # mpiexec, its proxy and both ranks (python -m topocoll bench)
+        ranks = 0
+        for pid in _tree(proc.pid):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    ranks += f.read().split(b"\0")[1:4] == [b"-m", b"topocoll", b"bench"]
+            except OSError:
+                pass
+        return ranks == 2
+    _interrupt_and_check(proc, started, signal.SIGTERM, 143)

@@ -111,11 +111,27 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def parse_sizes(text: str) -> list[int]:
-    """``8,64K,4M`` → ``[8, 65536, 4194304]`` (at least one size)."""
-    parts = [t for t in str(text).split(",") if t.strip()]
-    if not parts:
-        raise SpecError(f"--sizes {text!r}, expected sizes such as 8,64K,4M")
+def parse_sizes(text: str, *, option: str = "--sizes") -> list[int]:
+    """``8,64K,4M`` → ``[8, 65536, 4194304]`` (at least one size; ``option``
+    names the flag in errors). An empty item (``1,,2``, ``8,``) is an error,
+    not skipped.
+
+    Examples
+    --------
+    >>> parse_sizes("8,64K")
+    [8, 65536]
+    >>> parse_sizes("1,,2", option="--size")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.SpecError: --size '1,,2': item 2 of 3 is empty, expected sizes separated by single commas...
+    """
+    parts = str(text).split(",")
+    if not any(part.strip() for part in parts):
+        raise SpecError(f"{option} {text!r}, expected sizes such as 8,64K,4M")
+    for i, part in enumerate(parts, 1):
+        if not part.strip():
+            raise SpecError(f"{option} {text!r}: item {i} of {len(parts)} is empty, expected sizes separated by "
+                            "single commas, such as 8,64K,4M")
     return [parse_size(t) for t in parts]
 
 

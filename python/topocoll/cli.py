@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
+import tomllib
+from pathlib import Path
 from typing import Sequence
 
 from .argtypes import bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
@@ -23,12 +26,15 @@ from .schedules import report
 from .schedules.registry import MAX_P, catalogue, check_collective, lookup, needs_text
 from .schedules.sizes import CONVENTION
 from .sim import MODELS, AlphaBetaGamma, Platform, StaticContention, make_network, model_named
-from .sim.cli import add_engine_arguments, engine_options, platform_values
+from .sim.cli import add_engine_arguments, check_model_options, engine_options, platform_values
 from .tune import rank
 from .verify import verify, verify_report
 from .verify.symbolic import format_seq
+from .verify.uniform import same_result
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
+#: Ctrl-C: 128 + SIGINT, as a shell reports a process SIGINT ended
+EXIT_INTERRUPTED = 130
 
 #: largest P of ``verify --all`` (every algorithm and parameter set, P = 1..N)
 MAX_VERIFY_ALL = 256
@@ -38,11 +44,39 @@ MAX_DEMO_P = 1024
 __all__ = ["main", "build_parser", "parse_value", "parse_params"]
 
 
+class _ParserExit(Exception):
+    """``--help`` or ``--version`` printed its text: :func:`main` returns ``status``."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with the project's one-line error format and exit code 2."""
+    """argparse with the project's one-line error format and exit code 2;
+    ``--help`` and ``--version`` return from :func:`main` instead of exiting
+    the interpreter (so in-process calls get a status, as for errors)."""
 
     def error(self, message):
         raise SpecError(message.replace("\n", " "))
+
+    def exit(self, status=0, message=None):
+        if message:
+            sys.stderr.write(message)
+        raise _ParserExit(status)
+
+
+def version() -> str:
+    """topocoll's version: the installed package's metadata, else (a source
+    tree not installed) ``pyproject.toml``'s ``[project] version``."""
+    try:
+        return importlib.metadata.version("topocoll")
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
 
 
 # ---- verbs -----------------------------------------------------------------
@@ -50,13 +84,15 @@ class _Parser(argparse.ArgumentParser):
 def cmd_algorithms(args) -> int:
     if args.collective is not None:
         check_collective(args.collective)
-    rows = [("collective", "algorithm", "parameters", "rounds", "P", "operator", "α-β-γ cost", "paper")]
+    rows = [("collective", "algorithm", "parameters", "rounds", "P", "operator", "same result on every rank",
+             "α-β-γ cost", "paper")]
     for info in catalogue().values():
         if args.collective and info.collective != args.collective:
             continue
         params = ", ".join(f"{k}={v}" for k, v in info.params.items()) or "-"
+        same = same_result(info.collective, info.name)
         rows.append((info.collective, info.name, params, info.rounds, info.p_rule_text, needs_text(info.needs),
-                     info.cost_formula, info.paper))
+                     same.text if same else "not analysed", info.cost_formula, info.paper))
     print(_table(rows))
     return 0
 
@@ -149,6 +185,7 @@ def _platform(args) -> tuple:
                                            ("--rail", args.rail),
                                            ("--seed", args.seed)) if value is not None]
     name = args.model or ("alpha-beta-gamma" if args.topology is None else "static")
+    check_model_options(args, model=name)
     if name in ("alpha-beta-gamma", "static"):
         model = model_named(name)
     else:
@@ -200,7 +237,7 @@ def _print_ranking(collective, p, rows, model, platform) -> None:
 
 def cmd_compare(args) -> int:
     check_collective(args.collective)
-    sizes = parse_sizes(args.sizes)
+    sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
     rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op)
     _print_ranking(args.collective, args.procs, rows, model, platform)
@@ -248,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="topocoll", description=(
         "Collective communication algorithms as explicit schedules: verified symbolically, "
         "simulated on modelled networks, executed over MPI."))
+    parser.add_argument("--version", action="version", version=f"topocoll {version()}",
+                        help="print topocoll's version and exit")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
 
@@ -347,8 +386,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TopocollError as exc:
         print(f"topocoll: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _ParserExit as done:
+        return done.status
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("topocoll: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

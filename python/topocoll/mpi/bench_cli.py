@@ -7,6 +7,12 @@ parses, agrees across ranks, and prints on rank 0.
 Every rank parses the same command line, so every rank takes the same
 decision; a bad argument is one line ``topocoll: error: ...`` printed by rank 0
 only (exit 2), and no rank waits for another.
+
+``--np N`` (and ``topocoll calibrate``) start the launcher themselves through
+:func:`run_launcher`: in a session of its own, and on Ctrl-C, SIGTERM or
+SIGHUP the launcher and every process below it are ended before the command
+returns (MPICH's Hydra puts its proxy and every rank in sessions of their own,
+so a process group alone does not reach them).
 """
 
 from __future__ import annotations
@@ -14,17 +20,31 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+from ..argtypes import bounded_int
 from ..errors import SpecError
 from ..text import human_bytes as _bytes
 from ..text import table as _table
 
-__all__ = ["add_bench_parser", "cmd_bench"]
+__all__ = ["add_bench_parser", "cmd_bench", "run_launcher", "stop_launcher", "descendants", "MAX_NP"]
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
+#: most ranks ``--np`` starts. They all run on this machine (the launcher is given no host file), each a
+#: Python interpreter with NumPy and mpi4py (about 50 MB before its buffers): 64 are about 3 GB of the
+#: 24 GiB a development machine has, and already 32 ranks per core on its 2 cores, where MPICH's polling
+#: ranks time the scheduler more than the algorithms. Larger runs belong under the site's mpiexec or srun.
+MAX_NP = 64
+#: seconds the launcher has to end its ranks after SIGTERM, and then the ranks left after their own SIGTERM,
+#: before SIGKILL
+LAUNCHER_GRACE_S = 3.0
+#: the ``--np`` value type
+_NP = bounded_int(1, MAX_NP, what="ranks to start on this machine")
 #: environment variables a launcher sets on each rank (MPICH/Hydra, Open MPI, PMIx)
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 
@@ -78,7 +98,7 @@ def _options(args) -> dict:
         text = getattr(args, name)
         out[name] = None if text is None else _typed(f"--{name}", positive_int, text)
     out["seed"] = _typed("--seed", seed, args.seed)
-    out["np"] = None if args.np is None else _typed("--np", positive_int, args.np)
+    out["np"] = None if args.np is None else _typed("--np", _NP, args.np)
     if args.collective == "composite":
         if args.sizes is not None:
             raise SpecError("--sizes given for composite, expected --width and --height")
@@ -174,14 +194,149 @@ def _relaunch(np_: int) -> int:
             argv.append(arg)
     if "bench" not in argv:
         raise SpecError("--np: cannot find the bench command line to relaunch, expected `topocoll bench ...`")
-    return subprocess.run([mpiexec, "-n", str(np_), sys.executable, "-m", "topocoll", *argv]).returncode
+    return run_launcher([mpiexec, "-n", str(np_), sys.executable, "-m", "topocoll", *argv])
+
+
+# ---- the launcher and what it starts -----------------------------------------------------------
+
+class _Stopped(Exception):
+    """A signal that ends the command arrived while the launcher ran."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _process_table() -> dict[int, tuple[int, int, int, int, str]]:
+    """``pid -> (parent, process group, session, start time, state)`` of every
+    process, from ``/proc`` (Linux); empty where there is none."""
+    table = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue                          # ended meanwhile
+        fields = stat[stat.rfind(b")") + 2:].split()   # after "pid (comm) ": state, ppid, pgrp, session, ...
+        try:
+            table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]), fields[0].decode())
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def descendants(pid: int) -> dict[int, int]:
+    """Every process below ``pid``, or in the process group or session it
+    leads: ``{pid: start time}`` (the start time tells a reused pid apart)."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for p, (parent, *_rest) in table.items():
+        children.setdefault(parent, []).append(p)
+    found = {p: row[3] for p, row in table.items() if p != pid and pid in (row[1], row[2])}
+    todo = [pid, *found]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found and child != pid:
+                found[child] = table[child][3]
+                todo.append(child)
+    return found
+
+
+def _alive(processes: dict[int, int]) -> dict[int, int]:
+    """Those of ``processes`` still running (same pid and start time, not a zombie)."""
+    table = _process_table()
+    return {p: start for p, start in processes.items()
+            if p in table and table[p][3] == start and table[p][4] != "Z"}
+
+
+def _signal_each(processes: dict[int, int], signum: int) -> None:
+    for pid in _alive(processes):
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_launcher(proc: subprocess.Popen, *, grace: float = LAUNCHER_GRACE_S) -> int:
+    """End ``proc`` (a launcher :func:`run_launcher` started in its own
+    session) and every process it started; return how many it had started.
+
+    SIGTERM to the launcher's process group first (Hydra and Open MPI's
+    mpirun then end their ranks and clean up); after ``grace`` seconds, or
+    once the launcher has ended, SIGTERM to whatever it started that still
+    runs (those in sessions of their own included, found before anything
+    ended, as orphans lose their parent), then SIGKILL after ``grace`` more."""
+    tree = descendants(proc.pid)
+    if proc.poll() is None:                   # not reaped: its pid still names its group
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        tree.update(descendants(proc.pid))
+        proc.kill()
+        proc.wait()
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        _signal_each(tree, signum)
+        deadline = time.monotonic() + grace
+        while _alive(tree) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not _alive(tree):
+            break
+    return len(tree)
+
+
+def run_launcher(command: list[str], *, env: dict | None = None, grace: float = LAUNCHER_GRACE_S) -> int:
+    """Run an MPI launcher (``mpiexec -n N ...``) to its end and return its exit status.
+
+    It starts in a session of its own, so a Ctrl-C at the terminal reaches this
+    process alone; on Ctrl-C (SIGINT), SIGTERM or SIGHUP, :func:`stop_launcher`
+    ends the launcher and every process it started, one line says so on
+    standard error, and the status is 128 + the signal's number (130 for
+    Ctrl-C), as a shell reports it."""
+    handled = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {}
+
+    def stopped(signum, frame):
+        raise _Stopped(signum)
+
+    if threading.current_thread() is threading.main_thread():    # signal handlers: main thread only
+        previous = {s: signal.signal(s, stopped) for s in handled}
+    proc = None
+    try:
+        proc = subprocess.Popen(command, env=env, start_new_session=True)
+        return proc.wait()
+    except (KeyboardInterrupt, _Stopped) as exc:
+        signum = exc.signum if isinstance(exc, _Stopped) else signal.SIGINT
+        if proc is None:                      # nothing started
+            print(f"topocoll: interrupted ({signal.Signals(signum).name})", file=sys.stderr, flush=True)
+            return 128 + signum
+        # a second Ctrl-C or SIGTERM waits for the cleanup (the handlers are restored below)
+        quiet = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, *handled)} if previous else {}
+        try:
+            count = stop_launcher(proc, grace=grace)
+        finally:
+            if quiet:
+                signal.signal(signal.SIGINT, quiet[signal.SIGINT])
+        print(f"topocoll: interrupted ({signal.Signals(signum).name}): ended {Path(command[0]).name} and the "
+              f"{count} process(es) it started", file=sys.stderr, flush=True)
+        return 128 + signum
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def cmd_bench(args) -> int:
-    from ..argtypes import positive_int
-
     if args.np is not None and launcher_rank() is None:
-        return _relaunch(_typed("--np", positive_int, args.np))
+        return _relaunch(_typed("--np", _NP, args.np))
     from mpi4py import MPI
 
     from .abort import run_or_abort
@@ -292,7 +447,8 @@ def add_bench_parser(subparsers) -> None:
     p.add_argument("--seed", default="0", help="seed of the inputs the results are checked on (default 0)")
     p.add_argument("--csv", metavar="FILE", help="write every row as CSV")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    p.add_argument("--np", metavar="N", help="without mpiexec: start N ranks under the venv's mpiexec")
+    p.add_argument("--np", metavar="N", help=f"without mpiexec: start N ranks (1..{MAX_NP}) on this machine under "
+                                            "the venv's mpiexec; Ctrl-C ends them all")
     p.add_argument("--perturb", metavar="RATIO",
                    help="network-noise benchmark: fraction in [0, 1) of ranks that perturb with large messages")
     p.add_argument("--perturb-size", metavar="BYTES", help="perturbation message size (default 1M)")

@@ -65,7 +65,6 @@ import os
 import platform as host_platform
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -75,6 +74,7 @@ import numpy as np
 
 from ..errors import SpecError, TopocollError
 from ..sim.profile import MachineProfile, save_profile
+from .bench_cli import run_launcher
 
 __all__ = ["Fit", "fit_alpha_beta", "find_break", "calibrate", "exchange_schedule", "measure_pingpong",
            "measure_loggp", "measure_kernels", "measure_executor", "add_calibrate_parser", "main",
@@ -580,7 +580,7 @@ def _relaunch(args) -> int:
     command = [_mpiexec(), "-n", "2", sys.executable, "-m", "topocoll.mpi.calibrate", *_child_argv(args)]
     env = dict(os.environ, **{_CHILD_ENV: args.command or "topocoll calibrate " + shlex.join(_child_argv(args))})
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run(command, env=env).returncode
+    return run_launcher(command, env=env)      # own session; Ctrl-C ends it and both ranks
 
 
 def cmd_calibrate(args) -> int:

@@ -3,8 +3,10 @@
 A contribution is described as ``(origin_block, ranks)`` where ``ranks`` is a
 tuple of half-open rank intervals in depth order (rank order): the value of
 block ``origin_block`` reduced over those ranks' inputs, left to right.
-Verifier and reference executor both check schedules against these
-definitions (MPI-3.1 §5 for the semantics of each collective).
+The verifier checks schedules against these definitions (MPI-3.1 §5 for
+the semantics of each collective); the reference executor
+(:mod:`topocoll.verify.reference`) writes them down again on its own, without
+the schedule's ``result_blocks`` / ``input_blocks``.
 """
 
 from __future__ import annotations

@@ -37,8 +37,18 @@ import numpy as np
 
 from ..errors import ParseError, ScheduleError, SpecError
 from .program import COPY, RECV, REDUCE, SEND, OpChunk, OpProgram, concatenate
+from .registry import MAX_P
+from .sizes import MAX_BYTES
 
-__all__ = ["GoalProgram", "read_goal", "to_goal", "write_goal"]
+__all__ = ["GoalProgram", "read_goal", "to_goal", "write_goal", "MAX_GOAL_BYTES", "MAX_GOAL_TAG"]
+
+#: largest ``send``/``recv`` size and ``calc`` amount a GOAL file may give: 1 TiB, as ``--size``
+#: (:data:`~topocoll.schedules.sizes.MAX_BYTES`; more than any rank's memory)
+MAX_GOAL_BYTES = MAX_BYTES
+#: largest tag: MPI tags are C ``int``s (``MPI_TAG_UB`` is at most 2^31 − 1)
+MAX_GOAL_TAG = (1 << 31) - 1
+#: digits a number may have before it is refused unread
+_MAX_DIGITS = 30
 
 _ANNOTATION = re.compile(r"//\s*topocoll\s+([A-Za-z][A-Za-z0-9_]*)\s+(reduce|copy)\s+([0-9]+)b\s*$")
 _TOKEN = re.compile(r"(?P<nl>\r?\n)|(?P<ws>[ \t\f\v]+)|(?P<lc>//[^\r\n]*)|(?P<bc>/\*.*?\*/)"
@@ -238,6 +248,7 @@ class _Rank:
         self.labels: dict[str, int] = {}
         self.requires: list[tuple[int, str, str, str]] = []        # (line, label, needed, text)
         self.notes: list[tuple[int, str, str, int, str]] = []      # (line, label, kind, bytes, text)
+        self.lines: list[int] = []                                # line of each operation
         self.order: list[int] = []
         self.preds: list[list[int]] = []
 
@@ -305,12 +316,18 @@ class _Reader:
         if i >= len(toks) or toks[i][0] != "int":
             bad = toks[i][1] if i < len(toks) else self.line_text(line)
             self.fail(line, bad, what, f"in {self.line_text(line)!r}" if i < len(toks) else "ends early")
-        return int(toks[i][1])
+        digits = toks[i][1]
+        if len(digits.lstrip("-")) > _MAX_DIGITS:
+            self.fail(line, digits[:_MAX_DIGITS] + "...", f"{what} of at most {_MAX_DIGITS} digits",
+                      f"({len(digits.lstrip('-'))} digits)")
+        return int(digits)
 
     def num_ranks(self, line: int, toks, i: int) -> int:
         p = self.number(line, toks, i + 1, "the number of ranks after num_ranks")
         if p < 1:
             self.fail(line, self.line_text(line), "num_ranks >= 1")
+        if p > MAX_P:
+            self.fail(line, self.line_text(line), f"num_ranks <= {MAX_P} (MAX_P)")
         if self.p is not None and p != self.p:
             self.fail(line, self.line_text(line), f"num_ranks {self.p} as set before")
         if self.ranks and self.p is None:
@@ -357,14 +374,14 @@ class _Reader:
         op = values[0]
         if op == "calc":
             size = self.number(line, toks, 1, "a duration after calc")
-            if size < 0:
-                self.fail(line, text, "a duration >= 0")
+            if not 0 <= size <= MAX_GOAL_BYTES:
+                self.fail(line, text, f"a duration in 0..{MAX_GOAL_BYTES} (MAX_GOAL_BYTES)")
             rest, peer, tag, kind = 2, -1, -1, REDUCE
             options = ("cpu",)
         else:
             size = self.number(line, toks, 1, f"a size in bytes after {op}")
-            if size < 0:
-                self.fail(line, text, "a size >= 0 bytes")
+            if not 0 <= size <= MAX_GOAL_BYTES:
+                self.fail(line, text, f"a size in 0..{MAX_GOAL_BYTES} bytes (MAX_GOAL_BYTES, 1 TiB)")
             want = "to" if op == "send" else "from"
             if len(values) < 4 or values[2] != "b" or values[3] != want:
                 self.fail(line, text, f"'{op} Nb {want} RANK'")
@@ -386,6 +403,8 @@ class _Reader:
             if word == "tag":
                 if value < 0:
                     self.fail(line, text, "a tag >= 0", "receives any tag (-1)")
+                if value > MAX_GOAL_TAG:
+                    self.fail(line, text, f"a tag in 0..{MAX_GOAL_TAG} (MAX_GOAL_TAG, MPI's int tags)")
                 tag = value
             rest += 2
         if label is not None:
@@ -396,6 +415,7 @@ class _Reader:
         block.peer.append(peer)
         block.tag.append(tag)
         block.nbytes.append(size)
+        block.lines.append(line)
 
     def note(self, line: int, m: re.Match):
         if self.open is not None:
@@ -454,12 +474,39 @@ class _Reader:
         chain = " requires ".join(names.get(i, f"op {i}") for i in loop)
         self.fail(line, text, "dependencies without a cycle", f"closes a cycle in rank {block.rank}: {chain}")
 
+    def match(self, cols: dict) -> None:
+        """Every send has its receive, of its size: pair the k-th send and the
+        k-th receive of each channel (source, destination, tag) in op-id order,
+        as the simulator's engine does (``src/engine/program.rs``), and report
+        the first channel (in that order) that does not pair up, at its line."""
+        channels: dict[tuple[int, int, int], tuple[list[int], list[int]]] = {}
+        for i, (r, k, peer, tag) in enumerate(zip(cols["rank"], cols["kind"], cols["peer"], cols["tag"])):
+            if k == SEND:
+                channels.setdefault((r, peer, tag), ([], []))[0].append(i)
+            elif k == RECV:
+                channels.setdefault((peer, r, tag), ([], []))[1].append(i)
+        line, size = cols["line"], cols["nbytes"]
+        for (src, dst, tag), (sends, recvs) in sorted(channels.items()):
+            for s, r in zip(sends, recvs):
+                if size[s] != size[r]:
+                    raise ParseError(
+                        f"{self.where}:{line[r]}: {self.line_text(line[r])!r}: send op {s} ({size[s]} B, line "
+                        f"{line[s]} of rank {src}) matches receive op {r} ({size[r]} B, rank {dst}), expected equal "
+                        "sizes")
+            if len(sends) != len(recvs):
+                extra, what, lacks = (sends[len(recvs)], "send", "receive") if len(sends) > len(recvs) else \
+                    (recvs[len(sends)], "recv", "send")
+                raise ParseError(
+                    f"{self.where}:{line[extra]}: {self.line_text(line[extra])!r} has no matching {lacks}: channel "
+                    f"{src}→{dst} tag {tag} has {len(sends)} sends but {len(recvs)} receives, expected equal "
+                    f"numbers (a {'recv' if what == 'send' else 'send'} in rank {dst if what == 'send' else src})")
+
     def finish(self) -> GoalProgram:
         if self.open is not None:
             self.fail(self.open.line, self.open.text, f"'}}' to close rank {self.open.rank}", "is never closed")
         if self.p is None:
             raise ParseError(f"{self.where}: no 'num_ranks N' line, expected one before the rank blocks")
-        cols = {k: [] for k in ("rank", "kind", "peer", "tag", "nbytes")}
+        cols = {k: [] for k in ("rank", "kind", "peer", "tag", "nbytes", "line")}
         dep_counts, dep_idx, base = [], [], 0
         for r in sorted(self.ranks):
             block = self.ranks[r]
@@ -471,9 +518,11 @@ class _Reader:
                 cols["peer"].append(block.peer[i])
                 cols["tag"].append(block.tag[i])
                 cols["nbytes"].append(block.nbytes[i])
+                cols["line"].append(block.lines[i])
                 dep_counts.append(len(block.preds[i]))
                 dep_idx.extend(base + int(position[b]) for b in block.preds[i])
             base += len(block.order)
+        self.match(cols)
         dep_ptr = np.concatenate(([0], np.cumsum(dep_counts, dtype=np.int64))).astype(np.int64)
         name = Path(self.where).name if self.where != "<string>" else "goal"
         return GoalProgram(self.p, cols["rank"], cols["kind"], cols["peer"], cols["tag"], cols["nbytes"],
@@ -503,7 +552,11 @@ def read_goal(text_or_path) -> GoalProgram:
         a statement that does not parse, operations outside a rank block, a
         missing ``num_ranks``, a peer or rank out of ``0..p-1``, a wildcard
         receive (source or tag -1), a label used but not defined in its rank,
-        a dependency cycle, unmatched braces.
+        a dependency cycle, unmatched braces; a send without its receive (or
+        the reverse) or a receive of another size than its send (channels
+        paired as the simulator pairs them); a size or ``calc`` above
+        :data:`MAX_GOAL_BYTES` (1 TiB), a tag above :data:`MAX_GOAL_TAG`,
+        ``num_ranks`` above ``MAX_P`` (2^20), a number of more than 30 digits.
     SpecError
         If a one-line string names no file and is not GOAL text.
 

@@ -9,16 +9,19 @@ import argparse
 import json
 import sys
 
-from ..argtypes import finite_float, parse_params, parse_sizes, positive_int, seed
+from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..text import table as _table
-from .engine import EVENT_MODELS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import EVENT_MODELS, MAX_PORTS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
 from .noise import noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
-           "profile_of"]
+           "profile_of", "check_model_options"]
+
+#: the model that has NIC ports (``--ports``)
+PORTS_MODELS = ("loggops",)
 
 
 def _int_list(text: str) -> list[int]:
@@ -72,13 +75,30 @@ def engine_options(args) -> EngineOptions:
     ``--profile``'s value (:meth:`MachineProfile.engine_options`), else the
     built-in default."""
     explicit = {field: getattr(args, dest) for dest, field, _ in _ENGINE_FLAGS if getattr(args, dest, None) is not None}
-    common = dict(sync=args.sync, ports=args.ports, sharing=args.sharing,
+    common = dict(sync=args.sync, ports=args.ports or 1, sharing=args.sharing,
                   nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window)
     profile = profile_of(args)
     if profile is not None:
         return profile.engine_options(**common, **explicit)
     defaults = {field: default for _, field, default in _ENGINE_FLAGS}
     return EngineOptions(**common, **{**defaults, **explicit})
+
+
+def check_model_options(args, *, model: str) -> None:
+    """Refuse an engine flag the chosen model ignores (so a run never
+    silently differs from what was asked): ``--ports`` is LogGOPS's."""
+    if getattr(args, "ports", None) is not None and model not in PORTS_MODELS:
+        raise SpecError(f"--ports {args.ports} with the {model} model, expected --ports only with "
+                        f"{' or '.join('--model ' + m for m in PORTS_MODELS)} (the {model} model has no NIC ports)")
+
+
+def _nic_bandwidth(text: str) -> float:
+    """``--nic-bandwidth``: B/s > 0; no limit is the option left out (0 would read as a limit of nothing)."""
+    value = finite_float(strict=True, unit="B/s")
+    try:
+        return value(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e}; leave --nic-bandwidth out for no injection limit") from None
 
 
 def platform_values(args, *, model: str) -> dict:
@@ -112,11 +132,13 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                         "LogGP o_r, g, G, L, eager threshold become the defaults; flags given explicitly win")
     p.add_argument("--eager", type=int, default=None,
                    help="largest eager message in bytes (default 65536, or the profile's)")
-    p.add_argument("--ports", type=positive_int, default=1, help="NIC ports per endpoint, loggops (default 1)")
+    p.add_argument("--ports", type=bounded_int(1, MAX_PORTS, what="NIC ports per endpoint"), default=None,
+                   help=f"NIC ports per endpoint, 1..{MAX_PORTS}; loggops only (default 1)")
     p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
                    help="bandwidth sharing of the flow model: maxmin (default) or cm02 (SimGrid's)")
-    p.add_argument("--nic-bandwidth", type=finite_float(unit="B/s"), default=0.0,
-                   help="injection/ejection limit per endpoint in B/s, flow model (default: none)")
+    p.add_argument("--nic-bandwidth", type=_nic_bandwidth, default=None,
+                   help="injection/ejection limit per endpoint in B/s (> 0), flow model (default: no limit; "
+                        "leave the option out for none)")
     p.add_argument("--o-recv", type=finite_float(unit="s"), default=None,
                    help="receiver overhead o_r in s (default 0, or the profile's)")
     p.add_argument("--gap", type=finite_float(unit="s"), default=None,
@@ -213,8 +235,10 @@ def _task(args, p: int, size: int) -> SimTask:
 
 def cmd_goal(args) -> int:
     from ..schedules.goal import to_goal
-    sched, _ = build(SimTask(args.collective, args.algorithm, args.procs, parse_sizes(args.size)[0],
-                             parse_params(args.param)))
+    sizes = parse_sizes(args.size, option="--size")
+    if len(sizes) != 1:
+        raise SpecError(f"--size {args.size!r}, expected one size (goal writes one schedule)")
+    sched, _ = build(SimTask(args.collective, args.algorithm, args.procs, sizes[0], parse_params(args.param)))
     text = to_goal(sched)
     if args.output:
         try:
@@ -252,11 +276,12 @@ def _goal_run(args) -> int:
 
 
 def cmd_simulate(args) -> int:
+    check_model_options(args, model=args.model)
     if args.collective == "goal":
         return _goal_run(args)
     if not args.procs or not args.size:
         raise SpecError("simulate COLLECTIVE ALGORITHM needs -P N and --size BYTES")
-    procs, sizes = _int_list(args.procs), parse_sizes(args.size)
+    procs, sizes = _int_list(args.procs), parse_sizes(args.size, option="--size")
     if args.topology is None and (args.routing or args.order != "routing" or args.rail):
         raise SpecError("--routing/--order/--rail given without --topology, expected them only with a network")
     if args.noise is not None and args.topology is None:

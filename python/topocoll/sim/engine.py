@@ -29,17 +29,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _core
-from ..errors import SpecError
+from ..errors import ScheduleError, SpecError
 from ..schedules.ir import Schedule
 from .model import Estimate, Network, Platform, _positive, make_network
 
-__all__ = ["EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate",
-           "EVENT_MODELS", "SYNCS"]
+__all__ = ["EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
+           "MAX_PORTS", "EVENT_MODELS", "SYNCS"]
 
 EVENT_MODELS = ("loggops", "flow", "congestion")
 SYNCS = ("deps", "rounds", "barrier")
 _PS = 1e12
 _NONE = np.uint32(0xFFFFFFFF)
+#: largest OS-noise period, detour length, or trace start and duration, s (about 11.6 days): 10^18 ps, an
+#: eighteenth of the engine's 64-bit picosecond clock, so detours repeated over a run cannot overflow it
+MAX_OS_NOISE_S = 1e6
+#: most NIC ports per endpoint (k-port LogGOPS), far above real adapters' 1 to 4. The engine keeps one
+#: free-time per port of every endpoint and scans an endpoint's ports per message: 64 ports are 512 B per
+#: endpoint, 2.5 GB at 5 million endpoints (a billion ports on 4 endpoints asked for 32 GB)
+MAX_PORTS = 64
 
 
 def _ps(seconds: float) -> int:
@@ -68,7 +75,7 @@ class EngineOptions:
         ``S``: largest eager message, bytes (larger ones use rendezvous). The
         default, 65,536 B, is SMPI's ``smpi/send-is-detached-thresh``.
     ports : int
-        NIC ports per endpoint (k-port model; ``loggops``).
+        NIC ports per endpoint, ``1 .. MAX_PORTS`` (k-port model; ``loggops`` only).
     nic_bandwidth : float
         Injection and ejection limit per endpoint, B/s, 0 = none (``flow``).
     sharing : str
@@ -102,8 +109,9 @@ class EngineOptions:
             _positive("EngineOptions", name, getattr(self, name), allow_zero=True)
         if isinstance(self.eager, bool) or not isinstance(self.eager, (int, np.integer)) or self.eager < 0:
             raise SpecError(f"EngineOptions: eager={self.eager!r}, expected bytes >= 0")
-        if isinstance(self.ports, bool) or not isinstance(self.ports, (int, np.integer)) or self.ports < 1:
-            raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer >= 1")
+        if isinstance(self.ports, bool) or not isinstance(self.ports, (int, np.integer)) \
+                or not 1 <= self.ports <= MAX_PORTS:
+            raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer in 1..{MAX_PORTS} (MAX_PORTS)")
         if isinstance(self.window, bool) or not isinstance(self.window, (int, np.integer)) or self.window < 0:
             raise SpecError(f"EngineOptions: window={self.window!r}, expected an integer >= 0 (0: no limit)")
 
@@ -174,9 +182,24 @@ class OsNoise:
         if self.kind != "trace":
             _positive("OsNoise", "period", self.period)
             _positive("OsNoise", "length", self.length, allow_zero=True)
+            for name in ("period", "length"):
+                if getattr(self, name) > MAX_OS_NOISE_S:
+                    raise SpecError(f"OsNoise: {name}={getattr(self, name)!r} s, expected at most "
+                                    f"MAX_OS_NOISE_S = {MAX_OS_NOISE_S:g} s")
             if self.length >= self.period and self.kind == "periodic":
                 raise SpecError(f"OsNoise: length={self.length!r} >= period={self.period!r}, expected a "
                                 "detour shorter than its period")
+        else:
+            for name in ("start", "lengths"):
+                values = np.asarray(getattr(self, name), dtype=float)
+                bad = ~(np.isfinite(values) & (values >= 0) & (values <= MAX_OS_NOISE_S))
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    raise SpecError(f"OsNoise: {name}[{i}]={float(values[i])!r} s, expected 0..MAX_OS_NOISE_S = "
+                                    f"{MAX_OS_NOISE_S:g} s")
+            if len(self.start) != len(self.lengths):
+                raise SpecError(f"OsNoise: {len(self.start)} starts and {len(self.lengths)} lengths, expected one "
+                                "length per start")
 
     @classmethod
     def from_netgauge(cls, path, seed: int = 0) -> "OsNoise":
@@ -184,25 +207,34 @@ class OsNoise:
         detour, in ns (``#`` comments and blank lines skipped)."""
         starts, lens = [], []
         try:
-            f = open(path)
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError as e:
             raise SpecError(f"{path}: {e.strerror}, expected a Netgauge noise trace (start<TAB>duration in ns)") \
                 from None
-        with f:
-            for lineno, line in enumerate(f, 1):
-                text = line.split("#", 1)[0].strip()
-                if not text:
-                    continue
-                parts = text.split()
-                try:
-                    s, d = float(parts[0]), float(parts[1])
-                    if not (math.isfinite(s) and math.isfinite(d)) or s < 0 or d < 0:
-                        raise ValueError
-                except (ValueError, IndexError):
-                    raise SpecError(f"{path}:{lineno}: {text!r}, expected 'start<TAB>duration' in ns "
-                                    "(two numbers >= 0)") from None
-                starts.append(s * 1e-9)
-                lens.append(d * 1e-9)
+        try:
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise SpecError(f"{path}: not a text file (byte {e.start} is {data[e.start:e.start + 1]!r}), expected a "
+                            "Netgauge noise trace (start<TAB>duration lines in ns)") from None
+        most_ns = MAX_OS_NOISE_S * 1e9
+        for lineno, line in enumerate(lines, 1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            parts = text.split()
+            try:
+                s, d = float(parts[0]), float(parts[1])
+                if not (math.isfinite(s) and math.isfinite(d)) or s < 0 or d < 0:
+                    raise ValueError
+            except (ValueError, IndexError):
+                raise SpecError(f"{path}:{lineno}: {text[:80]!r}, expected 'start<TAB>duration' in ns "
+                                "(two numbers >= 0)") from None
+            if s > most_ns or d > most_ns:
+                raise SpecError(f"{path}:{lineno}: {text[:80]!r}, expected start and duration at most {most_ns:.0e} "
+                                f"ns (MAX_OS_NOISE_S = {MAX_OS_NOISE_S:g} s)")
+            starts.append(s * 1e-9)
+            lens.append(d * 1e-9)
         if not starts:
             raise SpecError(f"{path}: no detours, expected 'start<TAB>duration' lines in ns")
         order = np.argsort(starts, kind="stable")
@@ -236,10 +268,14 @@ def compile_program(schedule: Schedule):
 
     peer = np.concatenate(cols["peer"]) if cols["peer"] else np.zeros(0, np.int64)
     peer = np.where(peer < 0, _NONE, peer).astype(np.uint32)
-    return _core.EngineProgram(
-        schedule.p, cat("rank", np.uint32), cat("kind", np.uint8), peer, cat("tag", np.int64),
-        cat("nbytes", np.uint64), np.concatenate(dep_ptrs).astype(np.uint64), cat("dep_idx", np.uint32),
-        np.asarray(round_ptr, dtype=np.uint64))
+    try:
+        return _core.EngineProgram(
+            schedule.p, cat("rank", np.uint32), cat("kind", np.uint8), peer, cat("tag", np.int64),
+            cat("nbytes", np.uint64), np.concatenate(dep_ptrs).astype(np.uint64), cat("dep_idx", np.uint32),
+            np.asarray(round_ptr, dtype=np.uint64))
+    except ValueError as e:      # the core's one-line reason (unmatched sends, sizes): named with the schedule
+        label = schedule.label() if hasattr(schedule, "label") else "schedule"
+        raise ScheduleError(f"{label}: {e}") from None
 
 
 @dataclass

@@ -131,12 +131,34 @@ def describe_rails(topology: Topology, rail=None, order: str | None = None) -> s
     return f"{hosts}, {how.get(rail, f'mapped to adapter {rail} (0-based) of each host')}"
 
 
+def _unnamed_hint(topology) -> str:
+    """How to fix a host name missing from a fabric whose endpoints are named
+    by node GUID (an ibnetdiscover file read without ``@map=FILE``, or a map
+    that leaves some out); "" when every endpoint has a host name."""
+    guids = topology.params.get("guids")
+    if not guids:
+        return ""
+    n = topology.n_endpoints
+    unnamed = [i for i in range(n) if topology.names[i] == guids[i]]
+    if not unnamed:
+        return ""
+    example = topology.names[unnamed[0]]
+    body, at, options = topology.spec.partition("@")
+    if "map=" in options:
+        return (f"; {len(unnamed)} of its {n} endpoints have no host name in its map (e.g. {example!r}), expected "
+                "a 'NODE-ID HOSTNAME' line for the host in the map")
+    with_map = f"{body}@{options},map=FILE" if at else f"{body}@map=FILE"
+    return (f"; its {n} endpoints are named by node GUID (e.g. {example!r}), expected host names: give them with "
+            f"a map of 'NODE-ID HOSTNAME' lines, {with_map}")
+
+
 def _by_names(topology, names, source, rail="first"):
     groups = host_adapters(topology)
     out, seen = [], set()
     for n in names:
         if n not in groups:
-            raise TopologyError(f"order from {source}: host {n!r} is not an endpoint of {topology.spec}")
+            raise TopologyError(f"order from {source}: host {n!r} is not an endpoint of {topology.spec}"
+                                + _unnamed_hint(topology))
         if n in seen:
             continue
         seen.add(n)

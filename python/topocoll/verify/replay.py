@@ -1,8 +1,9 @@
 """Replay a schedule on abstract values, the way a correct MPI run would.
 
-One engine serves both consumers: the symbolic verifier (values are sets or
-sequences of rank contributions) and the reference executor (values are
-NumPy arrays). Replay
+One engine for the symbolic verifier (values are sets or sequences of rank
+contributions) and the analyses built on it; the reference executor
+(:mod:`.reference`) interprets schedules on its own, so that the two check
+each other. Replay
 
 1. checks every block index against the schedule's block count, matches
    every receive to a send by (source, destination, tag) in posting order,

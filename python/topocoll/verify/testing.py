@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reference import defined_inputs, defined_result_block, execute, serial_reference
+
 MODULUS = 2**31 - 1
 AFFINE = np.dtype([("a", np.int64), ("b", np.int64)])
 
@@ -39,10 +41,16 @@ def integer_inputs(p: int, count: int, seed: int) -> list[np.ndarray]:
 
 
 def check_against_reference(schedule, inputs, op) -> None:
-    """Execute ``schedule`` and assert every output block equals the serial
-    reduction the collective defines (raises AssertionError naming it)."""
-    from .reference import execute, serial_reference
+    """Execute ``schedule`` with the reference interpreter and assert every
+    output block equals what the collective's definition says it must hold
+    (:func:`~topocoll.verify.reference.serial_reference`; raises
+    AssertionError naming the rank and block).
 
+    The schedule's own metadata is checked against the definition too: a
+    reduce-scatter's ``result_blocks(r)`` must name the one block the
+    definition puts on rank ``r`` (the MPI layer and ``composite`` assemble
+    pictures from it), an allgather's ``input_blocks(r)`` block ``r``.
+    """
     outputs = execute(schedule, inputs, op)
     expected = serial_reference(schedule, inputs, op)
     bounds = schedule.bounds
@@ -52,6 +60,17 @@ def check_against_reference(schedule, inputs, op) -> None:
             if not np.array_equal(got, want):
                 raise AssertionError(
                     f"{schedule.label()}: rank {rank} block {position} = {got[:4]}..., expected {want[:4]}...")
+    for rank in range(schedule.p):
+        if schedule.collective == "reduce_scatter" and schedule.result_blocks is not None:
+            claimed, defined = tuple(schedule.result_blocks(rank)), (defined_result_block(schedule, rank),)
+            if claimed != defined:
+                raise AssertionError(f"{schedule.label()}: result_blocks({rank}) = {claimed}, but the "
+                                     f"definition puts block {defined[0]} on rank {rank}")
+        if schedule.collective in ("allgather", "gather") and schedule.input_blocks is not None:
+            claimed, defined = tuple(schedule.input_blocks(rank)), tuple(defined_inputs(schedule, rank))
+            if claimed != defined:
+                raise AssertionError(f"{schedule.label()}: input_blocks({rank}) = {claimed}, but the "
+                                     f"definition gives rank {rank} block(s) {defined}")
 
 
 def round_rows(rnd, *, ordered: bool = False) -> list[tuple[int, int, int]]:

@@ -114,6 +114,74 @@ def test_table1_pgfts_shift_contention_free(n):
         assert link_loads(r, *pattern_pairs(f"shift:{shift}", order)).max() == 1.0
 
 
+def _hops(t, links):
+    """A route as ``["e2→s0", "s0→s5", ...]``."""
+    return [f"{t.names[t.src[l]]}→{t.names[t.dst[l]]}" for l in links]
+
+
+def _named_loads(t, loads):
+    """The links that carry something, ``{"s0→s5": load}``."""
+    return {f"{t.names[t.src[l]]}→{t.names[t.dst[l]]}": float(loads[l]) for l in np.flatnonzero(loads)}
+
+
+@pytest.mark.parametrize("engine", ["d-mod-k", "ftree"])
+def test_d_mod_k_goes_up_by_destination_on_asymmetric_traffic(engine):
+    """Zahavi's d-mod-k chooses the up port by the *destination* (up port
+    ⌊d / Π_{k≤l} w_k p_k⌋ mod w_{l+1} p_{l+1}; docs/topology.md). On kary:4,2
+    (m = 4,4; w = 1,4): endpoint e sits on leaf s(e // 4) (s0..s3); the
+    leaf's up port is d mod 4 and leads to spine s(4 + d mod 4) (s4..s7);
+    the spine goes down to leaf s(d // 4). ``ftree`` on a generated tree is
+    d-mod-k over the routing order, which is the identity here.
+
+    Shift permutations (the other tests) are symmetric: a rule that chose
+    the up port by the *source* would also route them contention free. The
+    traffic here is not: all to one endpoint, one endpoint to all, and a
+    pair in both directions."""
+    t = parse_topology("kary:4,2")
+    r = make_router(t, engine)
+    # e2 → e5: leaf s0, spine s(4 + 5 mod 4) = s5, leaf s1; back e5 → e2 by spine s(4 + 2 mod 4) = s6
+    indptr, links = route(r, [2, 5], [5, 2])
+    assert _hops(t, links[indptr[0]:indptr[1]]) == ["e2→s0", "s0→s5", "s5→s1", "s1→e5"]
+    assert _hops(t, links[indptr[1]:indptr[2]]) == ["e5→s1", "s1→s6", "s6→s0", "s0→e2"]
+
+    # incast: the 12 endpoints off leaf s1 send to e5. Every route climbs to spine s5 (d = 5):
+    # each other leaf's 4 flows share its link to s5, and s5→s1→e5 carries all 12
+    others = [e for e in range(16) if e // 4 != 1]
+    incast = _named_loads(t, link_loads(r, others, [5] * 12))
+    want = {f"e{e}→s{e // 4}": 1.0 for e in others}
+    want.update({"s0→s5": 4.0, "s2→s5": 4.0, "s3→s5": 4.0, "s5→s1": 12.0, "s1→e5": 12.0})
+    assert incast == want
+
+    # fan-out: e5 sends to the same 12. The destinations spread over the spines by d mod 4:
+    # three flows on each of s1's up links, then one on each spine → leaf link
+    fanout = _named_loads(t, link_loads(r, [5] * 12, others))
+    want = {"e5→s1": 12.0, **{f"s1→s{4 + j}": 3.0 for j in range(4)}}
+    want.update({f"s{4 + j}→s{leaf}": 1.0 for j in range(4) for leaf in (0, 2, 3)})
+    want.update({f"s{e // 4}→e{e}": 1.0 for e in others})
+    assert fanout == want
+
+
+def test_d_mod_k_climbs_three_levels_by_the_destinations_digits():
+    """kary:2,3 (8 endpoints; level-1 switches s0..s3, level-2 s4..s7,
+    level-3 s8..s11). A level-l switch's digits are ``b_2..b_l`` (up-port
+    choices, radix w = 2) and ``a_{l+1}..a_3`` (positions, radix m = 2);
+    its index is the mixed-radix number with ``b_2`` least significant.
+    d-mod-k takes ``b_2 = d mod 2`` and ``b_3 = ⌊d / 2⌋ mod 2``.
+
+    e0 → e7 (a_3 differs, so up to level 3): e0 → s0; up with b_2 = 7 mod 2
+    = 1 to the level-2 switch (b_2 = 1, a_3 = 0) = s(4 + 1) = s5; up with
+    b_3 = 3 mod 2 = 1 to (b_2 = 1, b_3 = 1) = s(8 + 3) = s11; down to
+    d's half a_3 = 1: (b_2 = 1, a_3 = 1) = s(4 + 3) = s7; down to d's leaf
+    s(7 // 2) = s3; e7. Back, e7 → e0 has b_2 = b_3 = 0: s3, s6, s8, s4,
+    s0. (Choosing by the source would send e0 → e7 through s4, s8, s6 — this
+    route of e7 → e0 reversed — and e7 → e0 through s7, s11, s5.)"""
+    t = parse_topology("kary:2,3")
+    r = make_router(t, "d-mod-k")
+    indptr, links = route(r, [0, 7], [7, 0])
+    assert _hops(t, links[indptr[0]:indptr[1]]) == ["e0→s0", "s0→s5", "s5→s11", "s11→s7", "s7→s3", "s3→e7"]
+    assert _hops(t, links[indptr[1]:indptr[2]]) == ["e7→s3", "s3→s6", "s6→s8", "s8→s4", "s4→s0", "s0→e0"]
+
+
 def torus_coords(t, v):
     k = t.params["k"]
     out = []
