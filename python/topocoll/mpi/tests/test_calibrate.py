@@ -72,7 +72,13 @@ def _topocoll(*argv, timeout=60):
 @pytest.mark.mpi
 def test_quick_calibrate_writes_a_profile_the_simulator_loads(tmp_path):
     out = tmp_path / "profile.json"
-    proc = _topocoll("calibrate", "--quick", "-o", str(out))   # relaunches itself under mpiexec -n 2
+    for _attempt in range(3):
+        proc = _topocoll("calibrate", "--quick", "-o", str(out))   # relaunches itself under mpiexec -n 2
+        # with the other test workers on both cores, a difference of two timings
+        # (the PRTT gap) can come out negative: calibrate refuses that in one
+        # line, by design; measure again rather than fail the suite on load
+        if "is the machine busy?" not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"wrote {out}" in proc.stdout
     profile = load_profile(out)
