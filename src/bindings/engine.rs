@@ -3,13 +3,13 @@
 //! network with one model, the interpreter released while Rust works.
 //! `topocoll.sim.engine` validates every argument first.
 
-use numpy::{IntoPyArray, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::routing::PyRouter;
 use crate::engine::congestion::{annotate, Fixed};
-use crate::engine::fabric::{Fabric, Links};
+use crate::engine::fabric::{Fabric, Links, Ps};
 use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
 use crate::engine::lockstep::{lockstep, RoundShape};
 use crate::engine::loggops::{LogGopsNic, Reservation};
@@ -18,9 +18,6 @@ use crate::engine::program::{Matching, Program};
 use crate::engine::run::{simulate, Background, Costs, Outcome, Sync};
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
-
-/// Extra per-message columns of a run (`congestion` of the congestion model).
-type PerMessage = Vec<(&'static str, Vec<f32>)>;
 
 /// An op program, validated and matched once, run by `engine_run` any
 /// number of times.
@@ -100,86 +97,271 @@ impl PyEngineProgram {
     }
 }
 
-fn sync_named(name: &str) -> Result<Sync, CoreError> {
-    match name {
-        "deps" => Ok(Sync::Deps),
-        "rounds" => Ok(Sync::Rounds),
-        "barrier" => Ok(Sync::Barrier),
-        _ => Err(CoreError::InvalidArgument(format!(
-            "sync={name:?}, expected 'deps', 'rounds' or 'barrier'"
-        ))),
+/// The event-driven model of a run (`topocoll.sim.engine.EVENT_MODELS`).
+#[pyclass(name = "Model", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyModel {
+    LogGops,
+    Flow,
+    Congestion,
+}
+
+/// What, besides dependencies, holds an op back ([`Sync`]).
+#[pyclass(name = "Sync", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PySync {
+    Deps,
+    Rounds,
+    Barrier,
+}
+
+/// How the flow model shares a link ([`Sharing`]).
+#[pyclass(name = "Sharing", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PySharing {
+    MaxMin,
+    Cm02,
+}
+
+/// The kind of OS-noise detours ([`Detours`]).
+#[pyclass(name = "Detour", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyDetour {
+    Quiet,
+    Periodic,
+    Random,
+    Trace,
+}
+
+/// A model with its own parameters: what a run's fabric is built from.
+#[derive(Clone, Debug)]
+enum ModelConfig {
+    LogGops(LogGopsNic),
+    Flow {
+        sharing: Sharing,
+        nic_bandwidth: f64,
+        tolerance: Ps,
+    },
+    Congestion,
+}
+
+/// One engine run's whole input besides the program and the network: the
+/// model with its parameters, CPU and protocol costs, synchronisation, OS
+/// noise, background traffic and tracing. Every time is in ps and every
+/// per-byte cost in ps per byte: `topocoll.sim.engine.EngineConfig` does
+/// the unit conversions and the validation, once, and builds this.
+#[pyclass(name = "EngineConfig", module = "topocoll._core", frozen)]
+pub struct PyEngineConfig {
+    model: ModelConfig,
+    costs: Costs,
+    sync: Sync,
+    detours: Detours,
+    background: Option<Background>,
+    trace: bool,
+}
+
+#[pymethods]
+impl PyEngineConfig {
+    #[new]
+    #[pyo3(signature = (model, *, sync=PySync::Deps, o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0,
+        eager=u64::MAX, window=0, g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing=PySharing::MaxMin,
+        tolerance=0, detour=PyDetour::Quiet, os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
+        bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        model: PyModel,
+        sync: PySync,
+        o_send: Ps,
+        o_recv: Ps,
+        o_per_byte: f64,
+        gamma: f64,
+        copy: f64,
+        eager: u64,
+        window: u32,
+        g: Ps,
+        big_g: f64,
+        l: Ps,
+        ports: usize,
+        nic_bandwidth: f64,
+        sharing: PySharing,
+        tolerance: Ps,
+        detour: PyDetour,
+        os_a: Ps,
+        os_b: Ps,
+        os_seed: u64,
+        os_start: Option<PyReadonlyArray1<u64>>,
+        os_len: Option<PyReadonlyArray1<u64>>,
+        bg_endpoints: Option<PyReadonlyArray1<u32>>,
+        bg_bytes: u64,
+        bg_seed: u64,
+        trace: bool,
+    ) -> PyResult<Self> {
+        let per_byte = [
+            ("o_per_byte", o_per_byte),
+            ("gamma", gamma),
+            ("copy", copy),
+            ("big_g", big_g),
+            ("nic_bandwidth", nic_bandwidth),
+        ];
+        if let Some((name, v)) = per_byte.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
+            return Err(CoreError::InvalidArgument(format!(
+                "EngineConfig: {name}={v}, expected a finite value >= 0"
+            ))
+            .into());
+        }
+        if ports == 0 {
+            return Err(
+                CoreError::InvalidArgument("EngineConfig: ports=0, expected >= 1".into()).into(),
+            );
+        }
+        let model = match model {
+            PyModel::LogGops => ModelConfig::LogGops(LogGopsNic { g, big_g, l, ports }),
+            PyModel::Flow => ModelConfig::Flow {
+                sharing: match sharing {
+                    PySharing::MaxMin => Sharing::MaxMin,
+                    PySharing::Cm02 => Sharing::Cm02,
+                },
+                nic_bandwidth,
+                tolerance,
+            },
+            PyModel::Congestion => ModelConfig::Congestion,
+        };
+        let sync = match sync {
+            PySync::Deps => Sync::Deps,
+            PySync::Rounds => Sync::Rounds,
+            PySync::Barrier => Sync::Barrier,
+        };
+        let array = |a: Option<PyReadonlyArray1<u64>>| -> PyResult<Vec<u64>> {
+            Ok(a.map(|a| a.as_slice().map(|s| s.to_vec()))
+                .transpose()?
+                .unwrap_or_default())
+        };
+        let detours = match detour {
+            PyDetour::Quiet => Detours::Quiet,
+            PyDetour::Periodic => Detours::Periodic {
+                period: os_a.max(1),
+                length: os_b,
+                seed: os_seed,
+            },
+            PyDetour::Random => Detours::Random {
+                mean_gap: os_a.max(1),
+                length: os_b,
+                seed: os_seed,
+            },
+            PyDetour::Trace => {
+                let (start, length) = (array(os_start)?, array(os_len)?);
+                if start.len() != length.len() {
+                    return Err(CoreError::InvalidArgument(format!(
+                        "EngineConfig: OS-noise trace has {} starts but {} lengths",
+                        start.len(),
+                        length.len()
+                    ))
+                    .into());
+                }
+                Detours::Trace {
+                    start,
+                    length,
+                    span: os_a,
+                    seed: os_seed,
+                }
+            }
+        };
+        let bg_eps: Vec<u32> = bg_endpoints
+            .map(|a| a.as_slice().map(|s| s.to_vec()))
+            .transpose()?
+            .unwrap_or_default();
+        let background = (!bg_eps.is_empty()).then(|| Background {
+            endpoints: bg_eps,
+            bytes: bg_bytes,
+            seed: bg_seed,
+        });
+        let costs = Costs {
+            o_send,
+            o_recv,
+            o_per_byte,
+            gamma,
+            copy,
+            eager_threshold: eager,
+            window,
+        };
+        Ok(PyEngineConfig {
+            model,
+            costs,
+            sync,
+            detours,
+            background,
+            trace,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "EngineConfig(model={:?}, sync={:?}, costs={:?}, detours={}, background={}, trace={})",
+            self.model,
+            self.sync,
+            self.costs,
+            match &self.detours {
+                Detours::Quiet => "quiet",
+                Detours::Periodic { .. } => "periodic",
+                Detours::Random { .. } => "random",
+                Detours::Trace { .. } => "trace",
+            },
+            self.background.as_ref().map_or(0, |b| b.endpoints.len()),
+            self.trace
+        )
     }
 }
 
-fn outcome_dict<'py>(
-    py: Python<'py>,
-    out: Outcome,
-    extra: PerMessage,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("time_ps", out.time)?;
-    d.set_item("rank_done_ps", out.rank_done.into_pyarray(py))?;
-    d.set_item("op_start_ps", out.op_start.into_pyarray(py))?;
-    d.set_item("op_end_ps", out.op_end.into_pyarray(py))?;
-    d.set_item("msg_inject_ps", out.msg_inject.into_pyarray(py))?;
-    d.set_item("msg_arrive_ps", out.msg_arrive.into_pyarray(py))?;
-    d.set_item("link_bytes", out.link_bytes.into_pyarray(py))?;
-    d.set_item("app_messages", out.app_messages)?;
-    d.set_item("bg_messages", out.bg_messages)?;
-    d.set_item("events", out.events)?;
-    d.set_item("os_stolen_ps", out.os_stolen)?;
-    for (k, v) in extra {
-        d.set_item(k, v.into_pyarray(py))?;
-    }
-    Ok(d)
+/// What an engine run measured: times in ps, per-op and per-message times
+/// (empty unless the run traced), bytes per link, counters, and the
+/// congestion model's per-message congestion (None for other models).
+#[pyclass(name = "EngineOutcome", module = "topocoll._core", frozen, get_all)]
+pub struct PyEngineOutcome {
+    time_ps: Ps,
+    rank_done_ps: Py<PyArray1<u64>>,
+    op_start_ps: Py<PyArray1<u64>>,
+    op_end_ps: Py<PyArray1<u64>>,
+    msg_inject_ps: Py<PyArray1<u64>>,
+    msg_arrive_ps: Py<PyArray1<u64>>,
+    link_bytes: Py<PyArray1<f64>>,
+    app_messages: u64,
+    bg_messages: u64,
+    events: u64,
+    os_stolen_ps: Ps,
+    congestion: Option<Py<PyArray1<f32>>>,
 }
 
-/// Simulate `program` on `router`'s network with `model` (`loggops`,
-/// `flow`, `congestion`); times in ps, bandwidths in B/s. Returns a dict of
-/// the outcome (`time_ps`, `rank_done_ps`, per-op and per-message times when
-/// `trace`, `link_bytes`, counters; `congestion` per message for the
-/// congestion model).
+impl PyEngineOutcome {
+    fn new(py: Python<'_>, out: Outcome, congestion: Option<Vec<f32>>) -> Self {
+        PyEngineOutcome {
+            time_ps: out.time,
+            rank_done_ps: out.rank_done.into_pyarray(py).unbind(),
+            op_start_ps: out.op_start.into_pyarray(py).unbind(),
+            op_end_ps: out.op_end.into_pyarray(py).unbind(),
+            msg_inject_ps: out.msg_inject.into_pyarray(py).unbind(),
+            msg_arrive_ps: out.msg_arrive.into_pyarray(py).unbind(),
+            link_bytes: out.link_bytes.into_pyarray(py).unbind(),
+            app_messages: out.app_messages,
+            bg_messages: out.bg_messages,
+            events: out.events,
+            os_stolen_ps: out.os_stolen,
+            congestion: congestion.map(|c| c.into_pyarray(py).unbind()),
+        }
+    }
+}
+
+/// Simulate `program` on `router`'s network as `config` says; link
+/// bandwidths in B/s, latencies in ps, `order[r]` the endpoint of rank r.
 #[pyfunction]
-#[pyo3(signature = (program, router, bandwidth, latency_ps, order, model, *,
-    o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0, eager=u64::MAX,
-    g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing="maxmin", tolerance=0,
-    sync="deps", window=0, os_kind="quiet", os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
-    bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false))]
-#[allow(clippy::too_many_arguments)]
-fn engine_run<'py>(
-    py: Python<'py>,
+fn engine_run(
+    py: Python<'_>,
     program: &PyEngineProgram,
     router: &PyRouter,
     bandwidth: PyReadonlyArray1<f64>,
     latency_ps: PyReadonlyArray1<u64>,
     order: PyReadonlyArray1<u32>,
-    model: &str,
-    o_send: u64,
-    o_recv: u64,
-    o_per_byte: f64,
-    gamma: f64,
-    copy: f64,
-    eager: u64,
-    g: u64,
-    big_g: f64,
-    l: u64,
-    ports: usize,
-    nic_bandwidth: f64,
-    sharing: &str,
-    tolerance: u64,
-    sync: &str,
-    window: u32,
-    os_kind: &str,
-    os_a: u64,
-    os_b: u64,
-    os_seed: u64,
-    os_start: Option<PyReadonlyArray1<u64>>,
-    os_len: Option<PyReadonlyArray1<u64>>,
-    bg_endpoints: Option<PyReadonlyArray1<u32>>,
-    bg_bytes: u64,
-    bg_seed: u64,
-    trace: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+    config: &PyEngineConfig,
+) -> PyResult<PyEngineOutcome> {
     let links = Links {
         bandwidth: bandwidth.as_slice()?.to_vec(),
         latency: latency_ps.as_slice()?.to_vec(),
@@ -201,129 +383,59 @@ fn engine_run<'py>(
         ))
         .into());
     }
-    let costs = Costs {
-        o_send,
-        o_recv,
-        o_per_byte,
-        gamma,
-        copy,
-        eager_threshold: eager,
-        window,
-    };
-    let sync = sync_named(sync)?;
-    let detours = match os_kind {
-        "quiet" => Detours::Quiet,
-        "periodic" => Detours::Periodic {
-            period: os_a.max(1),
-            length: os_b,
-            seed: os_seed,
-        },
-        "random" => Detours::Random {
-            mean_gap: os_a.max(1),
-            length: os_b,
-            seed: os_seed,
-        },
-        "trace" => {
-            let start = os_start
-                .map(|a| a.as_slice().map(|s| s.to_vec()))
-                .transpose()?
-                .unwrap_or_default();
-            let length = os_len
-                .map(|a| a.as_slice().map(|s| s.to_vec()))
-                .transpose()?
-                .unwrap_or_default();
-            if start.len() != length.len() {
-                return Err(CoreError::InvalidArgument(format!(
-                    "engine_run: OS-noise trace has {} starts but {} lengths",
-                    start.len(),
-                    length.len()
-                ))
-                .into());
-            }
-            Detours::Trace {
-                start,
-                length,
-                span: os_a,
-                seed: os_seed,
-            }
-        }
-        _ => {
-            return Err(CoreError::InvalidArgument(format!(
-                "os_kind={os_kind:?}, expected 'quiet', 'periodic', 'random' or 'trace'"
-            ))
-            .into())
-        }
-    };
-    let bg_eps: Vec<u32> = bg_endpoints
-        .map(|a| a.as_slice().map(|s| s.to_vec()))
-        .transpose()?
-        .unwrap_or_default();
-    let background = (!bg_eps.is_empty()).then(|| Background {
-        endpoints: bg_eps.clone(),
-        bytes: bg_bytes,
-        seed: bg_seed,
-    });
     let prog = &program.prog;
     let m = &program.matching;
-    let model = model.to_string();
-    let sharing = sharing.to_string();
-    let result = py.allow_threads(move || -> Result<(Outcome, PerMessage), CoreError> {
-        let mut routes = RouterRoutes::new(r);
-        let mut os = OsNoise::new(detours, prog.n_ranks as usize);
-        let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
-            simulate(
-                prog,
-                m,
-                &order,
-                &costs,
-                sync,
-                fabric,
-                &mut routes,
-                &mut os,
-                bg,
-                trace,
-            )
-        };
-        match model.as_str() {
-            "loggops" => {
-                let nic = LogGopsNic { g, big_g, l, ports };
-                let mut f = Reservation::new(links, n_ep, nic);
-                Ok((go(&mut f, background.as_ref())?, vec![]))
-            }
-            "flow" => {
-                let sharing = match sharing.as_str() {
-                    "maxmin" => Sharing::MaxMin,
-                    "cm02" => Sharing::Cm02,
-                    _ => {
-                        return Err(CoreError::InvalidArgument(format!(
-                            "sharing={sharing:?}, expected 'maxmin' or 'cm02'"
-                        )))
-                    }
-                };
-                let cfg = FlowConfig {
+    let cfg = config;
+    let (out, congestion) =
+        py.allow_threads(move || -> Result<(Outcome, Option<Vec<f32>>), CoreError> {
+            let mut routes = RouterRoutes::new(r);
+            let mut os = OsNoise::new(cfg.detours.clone(), prog.n_ranks as usize);
+            let background = cfg.background.as_ref();
+            let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
+                simulate(
+                    prog,
+                    m,
+                    &order,
+                    &cfg.costs,
+                    cfg.sync,
+                    fabric,
+                    &mut routes,
+                    &mut os,
+                    bg,
+                    cfg.trace,
+                )
+            };
+            match &cfg.model {
+                ModelConfig::LogGops(nic) => {
+                    let mut f = Reservation::new(links, n_ep, nic.clone());
+                    Ok((go(&mut f, background)?, None))
+                }
+                ModelConfig::Flow {
                     sharing,
                     nic_bandwidth,
-                    n_endpoints: n_ep,
                     tolerance,
-                };
-                let mut f = FlowFabric::new(links, cfg);
-                Ok((go(&mut f, background.as_ref())?, vec![]))
+                } => {
+                    let flow = FlowConfig {
+                        sharing: *sharing,
+                        nic_bandwidth: *nic_bandwidth,
+                        n_endpoints: n_ep,
+                        tolerance: *tolerance,
+                    };
+                    let mut f = FlowFabric::new(links, flow);
+                    Ok((go(&mut f, background)?, None))
+                }
+                ModelConfig::Congestion => {
+                    let mut ar = RouterRoutes::new(r);
+                    let bg = background.map(|b| (b.endpoints.as_slice(), b.seed));
+                    let ann = annotate(prog, m, &order, &links, &mut ar, bg)?;
+                    let mut f = Fixed::new(ann.duration, links.len());
+                    let mut out = go(&mut f, None)?;
+                    out.link_bytes = ann.link_flows;
+                    Ok((out, Some(ann.congestion)))
+                }
             }
-            "congestion" => {
-                let mut ar = RouterRoutes::new(r);
-                let bg = (!bg_eps.is_empty()).then_some((bg_eps.as_slice(), bg_seed));
-                let ann = annotate(prog, m, &order, &links, &mut ar, bg)?;
-                let mut f = Fixed::new(ann.duration, links.len());
-                let mut out = go(&mut f, None)?;
-                out.link_bytes = ann.link_flows;
-                Ok((out, vec![("congestion", ann.congestion)]))
-            }
-            _ => Err(CoreError::InvalidArgument(format!(
-                "model={model:?}, expected 'loggops', 'flow' or 'congestion'"
-            ))),
-        }
-    })?;
-    outcome_dict(py, result.0, result.1)
+        })?;
+    Ok(PyEngineOutcome::new(py, out, congestion))
 }
 
 /// The congestion model of a circulant schedule in lockstep
@@ -409,6 +521,12 @@ fn engine_lockstep<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngineProgram>()?;
+    m.add_class::<PyEngineConfig>()?;
+    m.add_class::<PyEngineOutcome>()?;
+    m.add_class::<PyModel>()?;
+    m.add_class::<PySync>()?;
+    m.add_class::<PySharing>()?;
+    m.add_class::<PyDetour>()?;
     m.add_function(wrap_pyfunction!(engine_run, m)?)?;
     m.add_function(wrap_pyfunction!(engine_lockstep, m)?)?;
     Ok(())

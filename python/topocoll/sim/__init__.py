@@ -6,7 +6,7 @@ round-synchronous contention model (:mod:`.static`), and the event-driven
 (:mod:`.noise`) and sweeps (:mod:`.sweep`)."""
 
 from .engine import (
-    EVENT_MODELS, EngineOptions, EventModel, NetworkNoise, OsNoise, Simulation, compile_program, simulate,
+    EVENT_MODELS, EngineConfig, EngineOptions, EventModel, NetworkNoise, OsNoise, Simulation, compile_program, simulate,
 )
 from .model import (
     MODELS, AlphaBetaGamma, Estimate, Model, Network, Platform, StaticContention, make_network, model_named,
@@ -17,6 +17,6 @@ from .static import RoundCost, StaticEstimate, static_contention
 __all__ = [
     "Model", "Estimate", "Platform", "Network", "AlphaBetaGamma", "StaticContention", "MODELS",
     "make_network", "model_named", "static_contention", "StaticEstimate", "RoundCost",
-    "simulate", "Simulation", "EngineOptions", "NetworkNoise", "OsNoise", "EventModel", "EVENT_MODELS",
+    "simulate", "Simulation", "EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "EventModel", "EVENT_MODELS",
     "compile_program", "noise_runs", "NoiseRuns",
 ]

@@ -12,7 +12,7 @@ import sys
 from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..text import table as _table
-from .engine import EVENT_MODELS, MAX_PORTS, SYNCS, EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import EVENT_MODELS, MAX_PORTS, SYNCS, EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
 from .noise import noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
@@ -261,8 +261,9 @@ def _goal_run(args) -> int:
     platform = platform_for(prog.p, topology=args.topology, routing=args.routing, order=args.order,
                             order_seed=args.order_seed, rail=args.rail, **platform_values(args, model=args.model))
     noise = NetworkNoise(args.noise, bytes=args.noise_bytes, seed=args.seed) if args.noise is not None else None
-    sim = simulate(prog, platform, model=args.model, options=engine_options(args), noise=noise,
-                   os_noise=parse_os_noise(args.os_noise, args.seed), trace=bool(args.trace or args.matrix))
+    config = EngineConfig(args.model, engine_options(args), noise, parse_os_noise(args.os_noise, args.seed),
+                          trace=bool(args.trace or args.matrix))
+    sim = simulate(prog, platform, config)
     outputs = _write_pictures(args, sim, prog)
     if args.json:
         print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
@@ -322,11 +323,10 @@ def cmd_simulate(args) -> int:
               f"range [{runs.slowdowns.min():.4f}, {runs.slowdowns.max():.4f}]")
         return 0
     want_trace = bool(args.trace or args.matrix)
-    sim = simulate(sched, platform, model=task.model, options=task.options, noise=task.noise,
-                   os_noise=task.os_noise, trace=want_trace)
+    sim = simulate(sched, platform, task.config(trace=want_trace))
     clean = None
     if task.noise is not None:
-        clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise)
+        clean = simulate(sched, platform, task.config(noise=False))
     outputs = _write_pictures(args, sim, sched)
     if args.json:
         out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(), "outputs": outputs,

@@ -33,7 +33,7 @@ from ..errors import ScheduleError, SpecError
 from ..schedules.ir import Schedule
 from .model import Estimate, Network, Platform, _positive, make_network
 
-__all__ = ["EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
+__all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
            "MAX_PORTS", "EVENT_MODELS", "SYNCS"]
 
 EVENT_MODELS = ("loggops", "flow", "congestion")
@@ -246,8 +246,9 @@ class OsNoise:
             start = np.asarray([_ps(s) for s in self.start], dtype=np.uint64)
             length = np.asarray([_ps(s) for s in self.lengths], dtype=np.uint64)
             span = int((start + length).max()) if len(start) else 0
-            return dict(os_kind="trace", os_a=span, os_seed=self.seed, os_start=start, os_len=length)
-        return dict(os_kind=self.kind, os_a=_ps(self.period), os_b=_ps(self.length), os_seed=self.seed)
+            return dict(detour=_core.Detour.Trace, os_a=span, os_seed=self.seed, os_start=start, os_len=length)
+        detour = _core.Detour.Periodic if self.kind == "periodic" else _core.Detour.Random
+        return dict(detour=detour, os_a=_ps(self.period), os_b=_ps(self.length), os_seed=self.seed)
 
 
 def compile_program(schedule: Schedule):
@@ -377,80 +378,130 @@ def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, n
     return net, np.ascontiguousarray(topo.bandwidth, dtype=np.float64), lat
 
 
-def simulate(schedule: Schedule, platform: Platform = Platform(), *, model: str = "loggops",
-             options: EngineOptions = EngineOptions(), noise: NetworkNoise | None = None,
-             os_noise: OsNoise | None = None, trace: bool = False, program=None) -> Simulation:
-    """Simulate ``schedule`` on ``platform`` with one event-driven model.
+_CORE_MODELS = {"loggops": _core.Model.LogGops, "flow": _core.Model.Flow, "congestion": _core.Model.Congestion}
+_CORE_SYNCS = {"deps": _core.Sync.Deps, "rounds": _core.Sync.Rounds, "barrier": _core.Sync.Barrier}
+_CORE_SHARING = {"maxmin": _core.Sharing.MaxMin, "cm02": _core.Sharing.Cm02}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything an engine run takes besides its source and platform, in SI
+    units: the model, its options, network and OS noise, tracing.
+
+    :meth:`core` is the one place that converts it to the engine's units
+    (ps, ps per byte) and its typed input (``topocoll._core.EngineConfig``,
+    whose choices are Rust enums).
+
+    Examples
+    --------
+    >>> EngineConfig("flow", EngineOptions(sync="rounds")).model
+    'flow'
+    >>> EngineConfig("packet")
+    Traceback (most recent call last):
+    ...
+    topocoll.errors.SpecError: EngineConfig: model 'packet', expected one of loggops, flow, congestion
+    """
+
+    model: str = "loggops"
+    options: EngineOptions = EngineOptions()
+    noise: NetworkNoise | None = None
+    os_noise: OsNoise | None = None
+    trace: bool = False
+
+    def __post_init__(self):
+        if self.model not in EVENT_MODELS:
+            raise SpecError(f"EngineConfig: model {self.model!r}, expected one of {', '.join(EVENT_MODELS)}")
+        if self.os_noise is not None and self.model == "congestion":
+            raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
+        if not isinstance(self.options, EngineOptions):
+            raise SpecError(f"EngineConfig: options={self.options!r}, expected an EngineOptions")
+
+    def costs(self, platform: Platform) -> dict:
+        """CPU and protocol costs in the engine's units (ps, ps per byte)."""
+        o = self.options
+        return dict(o_send=_ps(platform.alpha), o_recv=_ps(o.o_recv), o_per_byte=o.o_per_byte * _PS,
+                    gamma=_PS / platform.reduce_bandwidth, copy=(_PS / o.copy_bandwidth if o.copy_bandwidth else 0.0),
+                    eager=int(o.eager))
+
+    def core(self, platform: Platform, background: np.ndarray | None = None):
+        """The engine's typed input for one run (``background``: the noise's
+        endpoints of this run, from :meth:`NetworkNoise.endpoints`)."""
+        o = self.options
+        kw = dict(self.costs(platform), sync=_CORE_SYNCS[o.sync], window=int(o.window), g=_ps(o.g),
+                  big_g=o.G * _PS, l=_ps(o.L), ports=int(o.ports), nic_bandwidth=float(o.nic_bandwidth),
+                  sharing=_CORE_SHARING[o.sharing], trace=bool(self.trace))
+        if self.os_noise is not None:
+            kw.update(self.os_noise.engine_args())
+        if background is not None and len(background):
+            kw.update(bg_endpoints=np.ascontiguousarray(background, dtype=np.uint32), bg_bytes=int(self.noise.bytes),
+                      bg_seed=int(self.noise.seed))
+        return _core.EngineConfig(_CORE_MODELS[self.model], **kw)
+
+
+def simulate(source, platform: Platform = Platform(), config: EngineConfig | None = None, *,
+             model: str | None = None, options: EngineOptions | None = None, noise: NetworkNoise | None = None,
+             os_noise: OsNoise | None = None, trace: bool | None = None, program=None) -> Simulation:
+    """Simulate ``source`` on ``platform`` with one event-driven model.
 
     Parameters
     ----------
-    schedule : Schedule
+    source : Schedule or GoalProgram
+        Anything with ``p``, ``label()`` and ``program()`` (the streamed op program).
     platform : Platform
         α is the sender's CPU overhead ``o``; γ the reduction cost per byte; the
         network (or an ideal crossbar at ``platform.bandwidth``) carries the
         bytes.
-    model : str
-        ``loggops``, ``flow`` or ``congestion``.
-    options : EngineOptions
-    noise : NetworkNoise, optional
-        Background traffic; its seed is reported in the result.
-    os_noise : OsNoise, optional
-        CPU detours (``loggops`` and ``flow``).
-    trace : bool
-        Keep per-op and per-message times (timelines, matrices).
+    config : EngineConfig
+        The model, its options, network and OS noise, tracing. The keywords
+        ``model``, ``options``, ``noise``, ``os_noise``, ``trace`` are a
+        shorthand that builds one (not both).
     program : EngineProgram, optional
-        ``compile_program(schedule)``, to reuse across runs.
+        ``compile_program(source)``, to reuse across runs.
     """
-    if model not in EVENT_MODELS:
-        raise SpecError(f"model {model!r}, expected one of {', '.join(EVENT_MODELS)}")
-    if os_noise is not None and model == "congestion":
-        raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
-    net, bandwidth, latency = platform_network(platform, schedule.p)
-    kw = dict(o_send=_ps(platform.alpha), o_recv=_ps(options.o_recv), o_per_byte=options.o_per_byte * _PS,
-              gamma=_PS / platform.reduce_bandwidth,
-              copy=(_PS / options.copy_bandwidth if options.copy_bandwidth else 0.0),
-              eager=int(options.eager), g=_ps(options.g), big_g=options.G * _PS, l=_ps(options.L),
-              ports=int(options.ports), nic_bandwidth=float(options.nic_bandwidth), sharing=options.sharing,
-              sync=options.sync, window=int(options.window), trace=trace)
-    bg = {}
-    if noise is not None and noise.ratio > 0:
-        bg = dict(bg_endpoints=noise.endpoints(net, noise.seed), bg_seed=noise.seed)
+    shorthand = dict(model=model, options=options, noise=noise, os_noise=os_noise, trace=trace)
+    given = {k: v for k, v in shorthand.items() if v is not None}
+    if config is None:
+        config = EngineConfig(**given)
+    elif given:
+        raise SpecError(f"simulate: config and {', '.join(given)} given, expected one of them")
+    model, options, noise, os_noise, trace = (config.model, config.options, config.noise, config.os_noise,
+                                              config.trace)
+    net, bandwidth, latency = platform_network(platform, source.p)
+    costs = config.costs(platform)
+    background = noise.endpoints(net, noise.seed) if noise is not None and noise.ratio > 0 else None
     order = np.ascontiguousarray(net.order, dtype=np.uint32)
     common = dict(network=net, options=options, seed=noise.seed if noise is not None else None,
                   link_bandwidth=bandwidth)
-    shapes = _lockstep(schedule, model, options, kw, trace, os_noise) if program is None else None
+    shapes = _lockstep(source, model, options, costs, trace, os_noise) if program is None else None
     if shapes is not None:
+        bg = {} if background is None else dict(bg_endpoints=background, bg_seed=noise.seed)
         try:
             out = _core.engine_lockstep(
                 net.router.engine, bandwidth, latency, order, shapes.xor, shapes.message, shapes.send_off,
                 shapes.nbytes, shapes.send_at, shapes.recv_at, shapes.local_end, shapes.post,
-                eager=kw["eager"], barrier=options.sync == "barrier", **bg)
+                eager=costs["eager"], barrier=options.sync == "barrier", **bg)
         except ValueError as e:
-            raise SpecError(f"simulate {schedule.label()}: {e}") from None
+            raise SpecError(f"simulate {source.label()}: {e}") from None
         return Simulation(
             time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
             link_bytes=out["link_bytes"],
-            bytes_total=int(shapes.nbytes[shapes.message].astype(np.int64).sum()) * schedule.p,
+            bytes_total=int(shapes.nbytes[shapes.message].astype(np.int64).sum()) * source.p,
             messages=int(out["app_messages"]), background_messages=0, events=0,
             max_congestion=float(out["max_congestion"]), lockstep=True, **common)
-    if os_noise is not None:
-        kw.update(os_noise.engine_args())
-    if bg:
-        kw.update(bg, bg_bytes=int(noise.bytes))
-    prog = compile_program(schedule) if program is None else program
+    prog = compile_program(source) if program is None else program
     try:
-        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, model, **kw)
+        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, config.core(platform, background))
     except ValueError as e:
-        raise SpecError(f"simulate {schedule.label()}: {e}") from None
-    congestion = out.get("congestion")
+        raise SpecError(f"simulate {source.label()}: {e}") from None
+    congestion = out.congestion
     sim = Simulation(
-        time=out["time_ps"] / _PS, model=model, rank_done=out["rank_done_ps"] / _PS,
-        link_bytes=out["link_bytes"], bytes_total=int(prog.bytes_sent), messages=int(out["app_messages"]),
-        background_messages=int(out["bg_messages"]), events=int(out["events"]),
+        time=out.time_ps / _PS, model=model, rank_done=out.rank_done_ps / _PS,
+        link_bytes=out.link_bytes, bytes_total=int(prog.bytes_sent), messages=int(out.app_messages),
+        background_messages=int(out.bg_messages), events=int(out.events),
         congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
-        os_stolen=out["os_stolen_ps"] / _PS, **common)
+        os_stolen=out.os_stolen_ps / _PS, **common)
     if trace:
-        sim.trace = _trace_columns(schedule, out, *prog.messages())
+        sim.trace = _trace_columns(source, out, *prog.messages())
     return sim
 
 
@@ -474,8 +525,8 @@ def _trace_columns(schedule, out, send, recv) -> dict:
     cols = {k: (np.concatenate([getattr(ch, k) for ch in chunks]) if chunks else np.zeros(0, np.int64))
             for k in ("rank", "kind", "peer", "nbytes")}
     cols["round"] = np.concatenate([np.full(len(ch), ch.round) for ch in chunks]) if chunks else np.zeros(0)
-    return {**cols, "start": out["op_start_ps"] / _PS, "end": out["op_end_ps"] / _PS,
-            "send": send, "recv": recv, "inject": out["msg_inject_ps"] / _PS, "arrive": out["msg_arrive_ps"] / _PS}
+    return {**cols, "start": out.op_start_ps / _PS, "end": out.op_end_ps / _PS,
+            "send": send, "recv": recv, "inject": out.msg_inject_ps / _PS, "arrive": out.msg_arrive_ps / _PS}
 
 
 
@@ -497,11 +548,11 @@ class EventModel:
         if kind not in EVENT_MODELS:
             raise SpecError(f"model {kind!r}, expected one of {', '.join(EVENT_MODELS)}")
         self.kind, self.options, self.noise, self.os_noise = kind, options, noise, os_noise
+        self.config = EngineConfig(kind, options, noise, os_noise)
         self.name = kind
 
     def estimate(self, schedule: Schedule, platform: Platform) -> Estimate:
-        sim = simulate(schedule, platform, model=self.kind, options=self.options, noise=self.noise,
-                       os_noise=self.os_noise)
+        sim = simulate(schedule, platform, self.config)
         hot = sim.hot_links(1)
         return Estimate(sim.time, self.name, congestion=sim.max_congestion,
                         hot_link=hot[0][0] if hot else None, detail=sim)

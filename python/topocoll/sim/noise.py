@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..schedules.ir import Schedule
-from .engine import EngineOptions, NetworkNoise, compile_program, lockstep_applies, simulate
+from .engine import EngineConfig, EngineOptions, NetworkNoise, compile_program, lockstep_applies, simulate
 from .model import Platform
 
 __all__ = ["NoiseRuns", "noise_runs"]
@@ -79,12 +79,12 @@ def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: Net
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
         raise SpecError(f"runs={runs!r}, expected an integer >= 1")
     program = None if lockstep_applies(schedule, model, options) else compile_program(schedule)
-    clean = simulate(schedule, platform, model=model, options=options, program=program).time
+    clean = simulate(schedule, platform, EngineConfig(model, options), program=program).time
     seeds = tuple(noise.seed + i for i in range(runs))
 
     def one(s: int) -> float:
-        return simulate(schedule, platform, model=model, options=options, program=program,
-                        noise=replace(noise, seed=s)).time
+        return simulate(schedule, platform, EngineConfig(model, options, replace(noise, seed=s)),
+                        program=program).time
 
     times = np.empty(runs)
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import SpecError
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
-from .engine import EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
 from .model import Platform, make_network
 
 __all__ = ["SimTask", "SimRow", "run_task", "run_sweep", "executor_named"]
@@ -42,6 +42,10 @@ class SimTask:
     options: EngineOptions = EngineOptions()
     noise: NetworkNoise | None = None
     os_noise: OsNoise | None = None
+
+    def config(self, *, noise: bool = True, trace: bool = False) -> EngineConfig:
+        """The engine input of this task (``noise=False``: its clean twin)."""
+        return EngineConfig(self.model, self.options, self.noise if noise else None, self.os_noise, trace)
 
 
 @dataclass(frozen=True)
@@ -82,11 +86,10 @@ def build(task: SimTask):
 
 def run_task(task: SimTask) -> SimRow:
     sched, platform = build(task)
-    sim = simulate(sched, platform, model=task.model, options=task.options, noise=task.noise,
-                   os_noise=task.os_noise)
+    sim = simulate(sched, platform, task.config())
     clean = None
     if task.noise is not None:
-        clean = simulate(sched, platform, model=task.model, options=task.options, os_noise=task.os_noise).time
+        clean = simulate(sched, platform, task.config(noise=False)).time
     hot = sim.hot_links(1)
     return SimRow(task, sched.label(), sim.time, clean, sim.bandwidth, hot[0][0] if hot else None, sim.seed)
 

@@ -294,3 +294,30 @@ def test_every_algorithm_runs_under_every_model_sync_and_protocol(info, p):
                     deps = chunk.deps_of(i)
                     if len(deps):
                         assert tr["end"][deps].max() <= tr["start"][i] + 1e-15
+
+
+def test_the_engine_takes_one_typed_config_and_returns_a_typed_outcome():
+    """One input object whose choices are Rust enums (a string is refused by
+    the type), and a typed result read by attribute, not by key."""
+    from topocoll import _core
+    from topocoll.sim import EngineConfig
+    from topocoll.sim.engine import compile_program, platform_network
+
+    sched = generate("allreduce", "ring", 4, count=4, itemsize=8)
+    with pytest.raises(TypeError):
+        _core.EngineConfig("flow")
+    with pytest.raises(TypeError):
+        _core.EngineConfig(_core.Model.Flow, sync="rounds")
+    config = EngineConfig("flow", EngineOptions(sync="rounds"))
+    core = config.core(ABG)
+    assert "Flow" in repr(core) and "Rounds" in repr(core)
+    net, bandwidth, latency = platform_network(ABG, 4)
+    out = _core.engine_run(compile_program(sched), net.router.engine, bandwidth, latency,
+                           np.ascontiguousarray(net.order, dtype=np.uint32), core)
+    assert isinstance(out, _core.EngineOutcome) and out.congestion is None
+    assert out.time_ps == round(simulate(sched, ABG, config).time * 1e12)
+    assert out.rank_done_ps.shape == (4,) and out.app_messages == 2 * (4 - 1) * 4   # 2(P-1) rounds, P ranks
+    with pytest.raises(SpecError, match="config and model given, expected one of them"):
+        simulate(sched, ABG, config, model="flow")
+    with pytest.raises(SpecError, match="model 'packets', expected one of"):
+        EngineConfig("packets")
