@@ -18,7 +18,7 @@ from topocoll.errors import SpecError
 
 from .network import Topology, make_topology
 
-__all__ = ["torus", "BGL_BANDWIDTH", "BGL_LATENCY"]
+__all__ = ["torus", "dimension_classes", "NOT_A_DIMENSION", "BGL_BANDWIDTH", "BGL_LATENCY"]
 
 #: Blue Gene/L torus link: 175 MB/s per direction; ~100 ns per hop.
 BGL_BANDWIDTH = 175e6
@@ -74,3 +74,43 @@ def torus(dims, wrap=True, *, bandwidth=BGL_BANDWIDTH, latency=BGL_LATENCY, spec
         spec = "torus:" + "x".join(f"{k}{'' if w else 'm'}" for k, w in zip(dims, wraps))
     return make_topology(spec, "torus", n, 0, src, dst, bandwidth, latency,
                          params={"k": dims, "wrap": wraps})
+
+
+#: ``link_dim`` of a link that is not a torus dimension's
+NOT_A_DIMENSION = 255
+
+
+def dimension_classes(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """Per link: the torus dimension it moves along, and whether it is the
+    ring's dateline (the wrap-around cable, k−1 → 0 or 0 → k−1).
+
+    A packet model routes dimension order on rings deadlock free by moving a
+    packet to a second virtual channel once it has crossed the dateline of
+    its current dimension (Dally & Seitz 1987; Dally & Towles 2004 §14.2):
+    every cycle of channel dependencies in a ring crosses the dateline, so
+    none remains. Meshes (no wrap) and rings of size 2 (one cable) have no
+    dateline. Other families: every link is :data:`NOT_A_DIMENSION`.
+
+    Examples
+    --------
+    >>> dim, dateline = dimension_classes(torus((4, 2)))
+    >>> t = torus((4, 2))
+    >>> [(int(t.src[i]), int(t.dst[i]), int(dim[i])) for i in np.flatnonzero(dateline)]
+    [(0, 3, 0), (3, 0, 0), (4, 7, 0), (7, 4, 0)]
+    """
+    n = len(topology.src)
+    if topology.family != "torus":
+        return np.full(n, NOT_A_DIMENSION, np.uint8), np.zeros(n, bool)
+    dims = np.asarray(topology.params["k"], dtype=np.int64)
+    wraps = np.asarray(topology.params["wrap"], dtype=bool)
+    stride = np.concatenate(([1], np.cumprod(dims)[:-1]))
+    src = np.asarray(topology.src, dtype=np.int64)[:, None] // stride % dims   # coordinates, links × D
+    dst = np.asarray(topology.dst, dtype=np.int64)[:, None] // stride % dims
+    moved = src != dst
+    if not (moved.sum(axis=1) == 1).all():
+        raise SpecError(f"dimension_classes: {topology.spec} has a link that moves along {moved.sum(axis=1).max()} "
+                        "dimensions, expected one")
+    dim = moved.argmax(axis=1)
+    a, b, k = src[np.arange(n), dim], dst[np.arange(n), dim], dims[dim]
+    dateline = wraps[dim] & (k > 2) & (np.abs(a - b) == k - 1)
+    return dim.astype(np.uint8), dateline

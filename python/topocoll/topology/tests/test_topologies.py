@@ -145,3 +145,22 @@ def test_bad_specs_give_one_line_errors(spec):
     with pytest.raises(SpecError) as e:
         parse_topology(spec)
     assert "\n" not in str(e.value)
+
+
+def test_torus_dimension_classes_mark_each_rings_wrap_cable_both_ways():
+    """torus:8x8x4m: dimension 0 has 8·4 = 32 rings, dimension 1 another 32,
+    each with one wrap cable = 2 dateline links; the mesh dimension has none:
+    128 dateline links, 64 per torus dimension; every link moves in one dimension."""
+    from topocoll.topology.torus import NOT_A_DIMENSION, dimension_classes, torus
+
+    t = torus((8, 8, 4), wrap=(True, True, False))
+    dim, dateline = dimension_classes(t)
+    assert int(dateline.sum()) == 128
+    assert np.bincount(dim[dateline], minlength=3).tolist() == [64, 64, 0]
+    assert set(np.unique(dim).tolist()) == {0, 1, 2}
+    src, dst = t.src[dateline], t.dst[dateline]
+    assert (np.abs(src.astype(int) % 8 - dst.astype(int) % 8)[dim[dateline] == 0] == 7).all()
+    from topocoll.topology import kary_n_tree
+    xgft = kary_n_tree(4, 2)
+    d2, l2 = dimension_classes(xgft)
+    assert (d2 == NOT_A_DIMENSION).all() and not l2.any()
