@@ -14,6 +14,7 @@ use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
 use crate::engine::lockstep::{lockstep, RoundShape};
 use crate::engine::loggops::{LogGopsNic, Reservation};
 use crate::engine::noise::{Detours, OsNoise};
+use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
 use crate::engine::program::{Matching, Program};
 use crate::engine::run::{simulate, Background, Costs, Outcome, Sync};
 use crate::engine::RouterRoutes;
@@ -104,6 +105,23 @@ pub enum PyModel {
     LogGops,
     Flow,
     Congestion,
+    Packet,
+}
+
+/// Switch allocation of the packet model ([`Allocator`]).
+#[pyclass(name = "Allocator", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyAllocator {
+    RoundRobin,
+    Age,
+}
+
+/// Router input queues of the packet model ([`Queues`]).
+#[pyclass(name = "Queues", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyQueues {
+    InputQueued,
+    VirtualOutput,
 }
 
 /// What, besides dependencies, holds an op back ([`Sync`]).
@@ -143,6 +161,10 @@ enum ModelConfig {
         tolerance: Ps,
     },
     Congestion,
+    Packet {
+        cfg: PacketConfig,
+        link_dst: Vec<u32>,
+    },
 }
 
 /// One engine run's whole input besides the program and the network: the
@@ -166,7 +188,9 @@ impl PyEngineConfig {
     #[pyo3(signature = (model, *, sync=PySync::Deps, o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0,
         eager=u64::MAX, window=0, g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing=PySharing::MaxMin,
         tolerance=0, detour=PyDetour::Quiet, os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
-        bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false))]
+        bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false, packet_bytes=2048, header_bytes=26, vcs=2,
+        buffer_packets=8, router_delay=0, allocator=PyAllocator::RoundRobin, queues=PyQueues::InputQueued,
+        injection_packets=0, eject_handling=0, link_dst=None, link_dim=None, dateline=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: PyModel,
@@ -195,6 +219,18 @@ impl PyEngineConfig {
         bg_bytes: u64,
         bg_seed: u64,
         trace: bool,
+        packet_bytes: u64,
+        header_bytes: u64,
+        vcs: u8,
+        buffer_packets: u32,
+        router_delay: Ps,
+        allocator: PyAllocator,
+        queues: PyQueues,
+        injection_packets: u32,
+        eject_handling: Ps,
+        link_dst: Option<PyReadonlyArray1<u32>>,
+        link_dim: Option<PyReadonlyArray1<u8>>,
+        dateline: Option<PyReadonlyArray1<bool>>,
     ) -> PyResult<Self> {
         let per_byte = [
             ("o_per_byte", o_per_byte),
@@ -225,6 +261,42 @@ impl PyEngineConfig {
                 tolerance,
             },
             PyModel::Congestion => ModelConfig::Congestion,
+            PyModel::Packet => {
+                let link_dst = match link_dst {
+                    Some(a) => a.as_slice()?.to_vec(),
+                    None => return Err(CoreError::InvalidArgument(
+                        "EngineConfig: the packet model needs link_dst, the node each link enters"
+                            .into(),
+                    )
+                    .into()),
+                };
+                let cfg = PacketConfig {
+                    packet_bytes,
+                    header_bytes,
+                    vcs,
+                    buffer_packets,
+                    router_delay,
+                    allocator: match allocator {
+                        PyAllocator::RoundRobin => Allocator::RoundRobin,
+                        PyAllocator::Age => Allocator::Age,
+                    },
+                    queues: match queues {
+                        PyQueues::InputQueued => Queues::InputQueued,
+                        PyQueues::VirtualOutput => Queues::VirtualOutput,
+                    },
+                    injection_packets,
+                    link_dim: link_dim
+                        .map(|a| a.as_slice().map(|s| s.to_vec()))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    dateline: dateline
+                        .map(|a| a.as_slice().map(|s| s.to_vec()))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    eject_handling,
+                };
+                ModelConfig::Packet { cfg, link_dst }
+            }
         };
         let sync = match sync {
             PySync::Deps => Sync::Deps,
@@ -329,10 +401,26 @@ pub struct PyEngineOutcome {
     events: u64,
     os_stolen_ps: Ps,
     congestion: Option<Py<PyArray1<f32>>>,
+    /// Packet model: link traversals of all packets (0 for other models).
+    packet_hops: u64,
+    /// Packet model: the most packets any one (link, VC) buffer held.
+    max_buffer_packets: u32,
+}
+
+/// What the packet model measured beside the run's outcome.
+#[derive(Default)]
+struct PacketStats {
+    hops: u64,
+    max_buffer: u32,
 }
 
 impl PyEngineOutcome {
-    fn new(py: Python<'_>, out: Outcome, congestion: Option<Vec<f32>>) -> Self {
+    fn new(
+        py: Python<'_>,
+        out: Outcome,
+        congestion: Option<Vec<f32>>,
+        packet: PacketStats,
+    ) -> Self {
         PyEngineOutcome {
             time_ps: out.time,
             rank_done_ps: out.rank_done.into_pyarray(py).unbind(),
@@ -346,6 +434,8 @@ impl PyEngineOutcome {
             events: out.events,
             os_stolen_ps: out.os_stolen,
             congestion: congestion.map(|c| c.into_pyarray(py).unbind()),
+            packet_hops: packet.hops,
+            max_buffer_packets: packet.max_buffer,
         }
     }
 }
@@ -386,56 +476,69 @@ fn engine_run(
     let prog = &program.prog;
     let m = &program.matching;
     let cfg = config;
-    let (out, congestion) =
-        py.allow_threads(move || -> Result<(Outcome, Option<Vec<f32>>), CoreError> {
-            let mut routes = RouterRoutes::new(r);
-            let mut os = OsNoise::new(cfg.detours.clone(), prog.n_ranks as usize);
-            let background = cfg.background.as_ref();
-            let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
-                simulate(
-                    prog,
-                    m,
-                    &order,
-                    &cfg.costs,
-                    cfg.sync,
-                    fabric,
-                    &mut routes,
-                    &mut os,
-                    bg,
-                    cfg.trace,
-                )
-            };
-            match &cfg.model {
-                ModelConfig::LogGops(nic) => {
-                    let mut f = Reservation::new(links, n_ep, nic.clone());
-                    Ok((go(&mut f, background)?, None))
-                }
-                ModelConfig::Flow {
-                    sharing,
-                    nic_bandwidth,
-                    tolerance,
-                } => {
-                    let flow = FlowConfig {
-                        sharing: *sharing,
-                        nic_bandwidth: *nic_bandwidth,
-                        n_endpoints: n_ep,
-                        tolerance: *tolerance,
-                    };
-                    let mut f = FlowFabric::new(links, flow);
-                    Ok((go(&mut f, background)?, None))
-                }
-                ModelConfig::Congestion => {
-                    let mut ar = RouterRoutes::new(r);
-                    let bg = background.map(|b| (b.endpoints.as_slice(), b.seed));
-                    let ann = annotate(prog, m, &order, &links, &mut ar, bg)?;
-                    let mut f = Fixed::new(ann.duration, links.len());
-                    let mut out = go(&mut f, None)?;
-                    out.link_bytes = ann.link_flows;
-                    Ok((out, Some(ann.congestion)))
-                }
+    type Ran = (Outcome, Option<Vec<f32>>, PacketStats);
+    let (out, congestion, packet) = py.allow_threads(move || -> Result<Ran, CoreError> {
+        let mut routes = RouterRoutes::new(r);
+        let mut os = OsNoise::new(cfg.detours.clone(), prog.n_ranks as usize);
+        let background = cfg.background.as_ref();
+        let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
+            simulate(
+                prog,
+                m,
+                &order,
+                &cfg.costs,
+                cfg.sync,
+                fabric,
+                &mut routes,
+                &mut os,
+                bg,
+                cfg.trace,
+            )
+        };
+        match &cfg.model {
+            ModelConfig::LogGops(nic) => {
+                let mut f = Reservation::new(links, n_ep, nic.clone());
+                Ok((go(&mut f, background)?, None, PacketStats::default()))
             }
-        })?;
-    Ok(PyEngineOutcome::new(py, out, congestion))
+            ModelConfig::Flow {
+                sharing,
+                nic_bandwidth,
+                tolerance,
+            } => {
+                let flow = FlowConfig {
+                    sharing: *sharing,
+                    nic_bandwidth: *nic_bandwidth,
+                    n_endpoints: n_ep,
+                    tolerance: *tolerance,
+                };
+                let mut f = FlowFabric::new(links, flow);
+                Ok((go(&mut f, background)?, None, PacketStats::default()))
+            }
+            ModelConfig::Congestion => {
+                let mut ar = RouterRoutes::new(r);
+                let bg = background.map(|b| (b.endpoints.as_slice(), b.seed));
+                let ann = annotate(prog, m, &order, &links, &mut ar, bg)?;
+                let mut f = Fixed::new(ann.duration, links.len());
+                let mut out = go(&mut f, None)?;
+                out.link_bytes = ann.link_flows;
+                Ok((out, Some(ann.congestion), PacketStats::default()))
+            }
+            ModelConfig::Packet { cfg, link_dst } => {
+                let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
+                let ran = go(&mut f, background);
+                // a network that stops while packets wait: name its cycle of buffers
+                if let Some(cycle) = f.stalled() {
+                    return Err(CoreError::InvalidArgument(cycle));
+                }
+                let stats = PacketStats {
+                    hops: f.packet_hops(),
+                    max_buffer: f.max_occupancy().iter().copied().max().unwrap_or(0),
+                };
+                Ok((ran?, None, stats))
+            }
+        }
+    })?;
+    Ok(PyEngineOutcome::new(py, out, congestion, packet))
 }
 
 /// The congestion model of a circulant schedule in lockstep
@@ -527,6 +630,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySync>()?;
     m.add_class::<PySharing>()?;
     m.add_class::<PyDetour>()?;
+    m.add_class::<PyAllocator>()?;
+    m.add_class::<PyQueues>()?;
     m.add_function(wrap_pyfunction!(engine_run, m)?)?;
     m.add_function(wrap_pyfunction!(engine_lockstep, m)?)?;
     Ok(())

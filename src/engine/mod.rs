@@ -3,10 +3,11 @@
 //!
 //! - [`program`]: the columns the engine reads, message matching, successors;
 //! - [`run`]: the event loop (CPU per rank, eager/rendezvous, round gates);
-//! - [`fabric`]: the network seam, and its three models:
+//! - [`fabric`]: the network seam, and its four models:
 //!   [`loggops`] (LogGOPS with link reservations), [`flow`] (max-min fluid
-//!   flows, or SimGrid's CM02) and [`congestion`] (the ORCS-style congestion
-//!   model of the network-noise paper);
+//!   flows, or SimGrid's CM02), [`congestion`] (the ORCS-style congestion
+//!   model of the network-noise paper) and [`packet`] (packets through
+//!   finite credit-controlled buffers, virtual cut-through);
 //! - [`noise`]: OS-noise detours.
 //!
 //! Time is integer picoseconds; events sit in one heap keyed by
@@ -19,6 +20,7 @@ pub mod flow;
 pub mod lockstep;
 pub mod loggops;
 pub mod noise;
+pub mod packet;
 pub mod program;
 pub mod run;
 

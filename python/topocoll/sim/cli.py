@@ -13,6 +13,7 @@ from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, pos
 from ..errors import SpecError
 from ..text import table as _table
 from .engine import EVENT_MODELS, MAX_PORTS, SYNCS, EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
+from .packet import PacketOptions
 from .noise import noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
@@ -54,6 +55,20 @@ def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
 #: engine flags a machine profile (``--profile``) can set: argparse dest, EngineOptions field, built-in default
 _ENGINE_FLAGS = (("eager", "eager", 65536), ("o_recv", "o_recv", 0.0), ("gap", "g", 0.0),
                  ("gap_per_byte", "G", 0.0), ("latency", "L", 0.0))
+#: the packet model's flags: flag, PacketOptions field, type, help
+_PACKET_FLAGS = (
+    ("--packet-bytes", "packet_bytes", bounded_int(1, 1 << 16, what="payload bytes per packet"),
+     "payload bytes per packet (the MTU)"),
+    ("--header-bytes", "header_bytes", bounded_int(0, 4096, what="header bytes per packet"), "header bytes per packet"),
+    ("--vcs", "vcs", bounded_int(1, 16, what="virtual channels per link"), "virtual channels per link"),
+    ("--buffer-packets", "buffer_packets", bounded_int(1, 4096, what="packets per VC buffer"),
+     "input buffer depth per virtual channel, in packets"),
+    ("--router-delay", "router_delay", finite_float(unit="s"), "delay through a switch, s"),
+    ("--allocator", "allocator", str, "switch allocation: round-robin or age"),
+    ("--queues", "queues", str, "input (FIFO per VC: head-of-line blocking) or voq (virtual output queues)"),
+    ("--injection-packets", "injection_packets", bounded_int(0, 1 << 20, what="packets per injection FIFO"),
+     "NIC injection FIFO depth in packets, 0 = no limit"),
+)
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
 
@@ -76,7 +91,7 @@ def engine_options(args) -> EngineOptions:
     built-in default."""
     explicit = {field: getattr(args, dest) for dest, field, _ in _ENGINE_FLAGS if getattr(args, dest, None) is not None}
     common = dict(sync=args.sync, ports=args.ports or 1, sharing=args.sharing,
-                  nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window)
+                  nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window, packet=packet_options(args))
     profile = profile_of(args)
     if profile is not None:
         return profile.engine_options(**common, **explicit)
@@ -84,9 +99,22 @@ def engine_options(args) -> EngineOptions:
     return EngineOptions(**common, **{**defaults, **explicit})
 
 
+def packet_options(args) -> PacketOptions:
+    """The packet model's options of the command line (flags left out keep
+    :class:`PacketOptions`' defaults)."""
+    given = {dest: getattr(args, f"packet_{dest}") for _, dest, _, _ in _PACKET_FLAGS
+             if getattr(args, f"packet_{dest}", None) is not None}
+    return PacketOptions(**given)
+
+
 def check_model_options(args, *, model: str) -> None:
     """Refuse an engine flag the chosen model ignores (so a run never
-    silently differs from what was asked): ``--ports`` is LogGOPS's."""
+    silently differs from what was asked): ``--ports`` is LogGOPS's, the
+    packet flags the packet model's."""
+    if model != "packet":
+        for flag, dest, _, _ in _PACKET_FLAGS:
+            if getattr(args, f"packet_{dest}", None) is not None:
+                raise SpecError(f"{flag} with the {model} model, expected {flag} only with --model packet")
     if getattr(args, "ports", None) is not None and model not in PORTS_MODELS:
         raise SpecError(f"--ports {args.ports} with the {model} model, expected --ports only with "
                         f"{' or '.join('--model ' + m for m in PORTS_MODELS)} (the {model} model has no NIC ports)")
@@ -149,6 +177,12 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                    help="LogGOPS L in s, on top of the links' latencies (default 0, or the profile's)")
     p.add_argument("--window", type=int, default=0,
                    help="throttling: at most this many messages of a rank in flight (default 0: no limit)")
+    d = PacketOptions()
+    g = p.add_argument_group("packet model (--model packet; defaults and their sources: docs/simulator.md)")
+    for flag, dest, kind, text in _PACKET_FLAGS:
+        default = getattr(d, dest)
+        g.add_argument(flag, dest=f"packet_{dest}", type=kind, default=None,
+                       help=f"{text} (default {default if not isinstance(default, float) else f'{default:g}'})")
 
 
 def add_simulate_parser(sub) -> None:

@@ -32,11 +32,13 @@ from .. import _core
 from ..errors import ScheduleError, SpecError
 from ..schedules.ir import Schedule
 from .model import Estimate, Network, Platform, _positive, make_network
+from ..topology.torus import dimension_classes
+from .packet import PacketOptions
 
 __all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
            "MAX_PORTS", "EVENT_MODELS", "SYNCS"]
 
-EVENT_MODELS = ("loggops", "flow", "congestion")
+EVENT_MODELS = ("loggops", "flow", "congestion", "packet")
 SYNCS = ("deps", "rounds", "barrier")
 _PS = 1e12
 _NONE = np.uint32(0xFFFFFFFF)
@@ -85,6 +87,9 @@ class EngineOptions:
     window : int
         At most this many messages of one rank in the network at once, 0 = no
         limit (throttling, the all-to-all paper's §3 on BG/L injection).
+    packet : PacketOptions
+        Packets, virtual channels, buffers and routers of the ``packet``
+        model (:mod:`.packet`).
     """
 
     sync: str = "deps"
@@ -99,6 +104,7 @@ class EngineOptions:
     sharing: str = "maxmin"
     copy_bandwidth: float = 0.0
     window: int = 0
+    packet: PacketOptions = PacketOptions()
 
     def __post_init__(self):
         if self.sync not in SYNCS:
@@ -114,6 +120,8 @@ class EngineOptions:
             raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer in 1..{MAX_PORTS} (MAX_PORTS)")
         if isinstance(self.window, bool) or not isinstance(self.window, (int, np.integer)) or self.window < 0:
             raise SpecError(f"EngineOptions: window={self.window!r}, expected an integer >= 0 (0: no limit)")
+        if not isinstance(self.packet, PacketOptions):
+            raise SpecError(f"EngineOptions: packet={self.packet!r}, expected a PacketOptions")
 
 
 @dataclass(frozen=True)
@@ -378,7 +386,10 @@ def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, n
     return net, np.ascontiguousarray(topo.bandwidth, dtype=np.float64), lat
 
 
-_CORE_MODELS = {"loggops": _core.Model.LogGops, "flow": _core.Model.Flow, "congestion": _core.Model.Congestion}
+_CORE_MODELS = {"loggops": _core.Model.LogGops, "flow": _core.Model.Flow, "congestion": _core.Model.Congestion,
+                "packet": _core.Model.Packet}
+_CORE_ALLOCATORS = {"round-robin": _core.Allocator.RoundRobin, "age": _core.Allocator.Age}
+_CORE_QUEUES = {"input": _core.Queues.InputQueued, "voq": _core.Queues.VirtualOutput}
 _CORE_SYNCS = {"deps": _core.Sync.Deps, "rounds": _core.Sync.Rounds, "barrier": _core.Sync.Barrier}
 _CORE_SHARING = {"maxmin": _core.Sharing.MaxMin, "cm02": _core.Sharing.Cm02}
 
@@ -396,10 +407,10 @@ class EngineConfig:
     --------
     >>> EngineConfig("flow", EngineOptions(sync="rounds")).model
     'flow'
-    >>> EngineConfig("packet")
+    >>> EngineConfig("packets")
     Traceback (most recent call last):
     ...
-    topocoll.errors.SpecError: EngineConfig: model 'packet', expected one of loggops, flow, congestion
+    topocoll.errors.SpecError: EngineConfig: model 'packets', expected one of loggops, flow, congestion, packet
     """
 
     model: str = "loggops"
@@ -423,9 +434,9 @@ class EngineConfig:
                     gamma=_PS / platform.reduce_bandwidth, copy=(_PS / o.copy_bandwidth if o.copy_bandwidth else 0.0),
                     eager=int(o.eager))
 
-    def core(self, platform: Platform, background: np.ndarray | None = None):
-        """The engine's typed input for one run (``background``: the noise's
-        endpoints of this run, from :meth:`NetworkNoise.endpoints`)."""
+    def core(self, platform: Platform, network: Network, background: np.ndarray | None = None):
+        """The engine's typed input for one run on ``network`` (``background``:
+        the noise's endpoints of this run, from :meth:`NetworkNoise.endpoints`)."""
         o = self.options
         kw = dict(self.costs(platform), sync=_CORE_SYNCS[o.sync], window=int(o.window), g=_ps(o.g),
                   big_g=o.G * _PS, l=_ps(o.L), ports=int(o.ports), nic_bandwidth=float(o.nic_bandwidth),
@@ -435,7 +446,25 @@ class EngineConfig:
         if background is not None and len(background):
             kw.update(bg_endpoints=np.ascontiguousarray(background, dtype=np.uint32), bg_bytes=int(self.noise.bytes),
                       bg_seed=int(self.noise.seed))
+        if self.model == "packet":
+            kw.update(self._packet(network))
         return _core.EngineConfig(_CORE_MODELS[self.model], **kw)
+
+    def _packet(self, network: Network) -> dict:
+        """The packet model's parameters in the engine's units, with the
+        network's torus dimensions and datelines (deadlock-free dimension
+        order on rings, :func:`~topocoll.topology.torus.dimension_classes`)."""
+        pk, topo = self.options.packet, network.topology
+        pk.check_state(topo.n_links)
+        link_dim, dateline = dimension_classes(topo)
+        if dateline.any() and pk.vcs < 2:
+            raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "
+                            "dateline's second virtual channel keeps dimension-order routing deadlock free)")
+        return dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
+                    buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
+                    allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
+                    injection_packets=pk.injection_packets, link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32),
+                    link_dim=link_dim, dateline=dateline)
 
 
 def simulate(source, platform: Platform = Platform(), config: EngineConfig | None = None, *,
@@ -490,7 +519,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
             max_congestion=float(out["max_congestion"]), lockstep=True, **common)
     prog = compile_program(source) if program is None else program
     try:
-        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, config.core(platform, background))
+        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order,
+                               config.core(platform, net, background))
     except ValueError as e:
         raise SpecError(f"simulate {source.label()}: {e}") from None
     congestion = out.congestion

@@ -234,14 +234,14 @@ class StaticContention:
 
 
 MODELS = {"alpha-beta-gamma": AlphaBetaGamma, "static": StaticContention,
-          "loggops": None, "flow": None, "congestion": None}
+          "loggops": None, "flow": None, "congestion": None, "packet": None}
 
 
 def model_named(name: str, **options) -> Model:
     """A model by its name: ``alpha-beta-gamma``, ``static``, or one of the
     event-driven ``loggops``, ``flow``, ``congestion`` (:mod:`.engine`;
     ``options`` go to :class:`~.engine.EventModel`)."""
-    if name in ("loggops", "flow", "congestion"):
+    if name in ("loggops", "flow", "congestion", "packet"):
         from .engine import EventModel   # engine builds on this module
         return EventModel(name, **options)
     try:

@@ -309,9 +309,9 @@ def test_the_engine_takes_one_typed_config_and_returns_a_typed_outcome():
     with pytest.raises(TypeError):
         _core.EngineConfig(_core.Model.Flow, sync="rounds")
     config = EngineConfig("flow", EngineOptions(sync="rounds"))
-    core = config.core(ABG)
-    assert "Flow" in repr(core) and "Rounds" in repr(core)
     net, bandwidth, latency = platform_network(ABG, 4)
+    core = config.core(ABG, net)
+    assert "Flow" in repr(core) and "Rounds" in repr(core)
     out = _core.engine_run(compile_program(sched), net.router.engine, bandwidth, latency,
                            np.ascontiguousarray(net.order, dtype=np.uint32), core)
     assert isinstance(out, _core.EngineOutcome) and out.congestion is None
