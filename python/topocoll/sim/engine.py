@@ -318,6 +318,9 @@ class Simulation:
         With ``trace=True``: per-op ``start``/``end`` (s) and the program
         columns ``rank``, ``kind``, ``peer``, ``nbytes``; per message
         ``send``/``recv`` op ids and ``inject``/``arrive`` times.
+    packet_hops, max_buffer_packets : int
+        ``packet`` model: link traversals of all packets, and the most
+        packets one (link, VC) input buffer ever held (0 for other models).
     """
 
     time: float
@@ -337,6 +340,8 @@ class Simulation:
     link_bandwidth: np.ndarray | None = field(default=None, repr=False)
     os_stolen: float = 0.0
     trace: dict | None = field(default=None, repr=False)
+    packet_hops: int = 0
+    max_buffer_packets: int = 0
 
     def hot_links(self, top: int = 5) -> list[tuple[str, float]]:
         """The ``top`` busiest links, ``("src→dst", bytes)``."""
@@ -529,7 +534,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         link_bytes=out.link_bytes, bytes_total=int(prog.bytes_sent), messages=int(out.app_messages),
         background_messages=int(out.bg_messages), events=int(out.events),
         congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
-        os_stolen=out.os_stolen_ps / _PS, **common)
+        os_stolen=out.os_stolen_ps / _PS, packet_hops=int(out.packet_hops),
+        max_buffer_packets=int(out.max_buffer_packets), **common)
     if trace:
         sim.trace = _trace_columns(source, out, *prog.messages())
     return sim
