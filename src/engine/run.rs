@@ -4,10 +4,19 @@
 //! - an op is *released* when every op it depends on has completed and, under
 //!   [`Sync::Rounds`] / [`Sync::Barrier`], when its rank's (every rank's)
 //!   earlier rounds have completed;
-//! - each rank has one CPU that runs released work in (release time, op id)
-//!   order: a send costs `o_send + O·bytes`, a reduction `γ·bytes`, a copy
-//!   `copy·bytes`, posting a receive nothing, and completing a receive
-//!   `o_recv`; OS-noise detours stretch that work ([`super::noise`]);
+//! - each rank has one CPU that runs released work, without preemption, in
+//!   (release time, communication before computation, op id) order: a send
+//!   costs `o_send + O·bytes`, a reduction `γ·bytes`, a copy `copy·bytes`,
+//!   posting a receive nothing, and completing a receive `o_recv`; OS-noise
+//!   detours stretch that work ([`super::noise`]). The CPU chooses only once
+//!   every event of the current instant has been handled, so work released
+//!   at the same instant is ordered by that rule, not by which event came
+//!   first. Communication first is LogGOPSim's rule (it sorts the ops that
+//!   become executable by type: sends, receives, then local computation) and
+//!   a non-blocking program's: post the next transfers, then compute while
+//!   the NIC moves them (e.g. shift-based compositing, Cavin & Demengeon
+//!   2012 §3.2: a node "composes the pixels received during previous stage
+//!   s − 1 while it does the send and receive operations");
 //! - a posted send of at most `eager_threshold` bytes enters the network at
 //!   once and completes (the data is buffered); a larger one waits for its
 //!   receive to be posted (rendezvous) and completes when it has arrived;
@@ -100,9 +109,37 @@ pub struct Outcome {
 
 const NEVER: Ps = Ps::MAX;
 
+/// Released CPU work: `(release time, class, op, phase)`, class 0 for
+/// communication (sends, receives), 1 for computation (reductions, copies).
+type Work = (Ps, u8, u32, u8);
+
 struct Cpu {
     busy: bool,
-    queue: BinaryHeap<Reverse<(Ps, u32, u8)>>,
+    /// On the list of ranks whose CPU chooses at the end of the instant.
+    listed: bool,
+    /// The first of the released work when set (most of the time the only
+    /// one: kept out of the heap, whose buffer is one more cache miss).
+    first: Option<Work>,
+    queue: BinaryHeap<Reverse<Work>>,
+}
+
+impl Cpu {
+    fn push(&mut self, w: Work) {
+        match self.first {
+            None if self.queue.is_empty() => self.first = Some(w),
+            Some(f) if w < f => {
+                self.queue.push(Reverse(f));
+                self.first = Some(w);
+            }
+            _ => self.queue.push(Reverse(w)),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Work> {
+        self.first
+            .take()
+            .or_else(|| self.queue.pop().map(|Reverse(w)| w))
+    }
 }
 
 /// Round gates of [`Sync::Rounds`] and [`Sync::Barrier`]: segments are
@@ -188,6 +225,10 @@ struct Sim<'a> {
     events: TimeQueue<(u32, u8)>,
     /// CPU work that ended at the current time, in the order it ended.
     now: VecDeque<(Ps, u32, u8)>,
+    /// The current instant.
+    clock: Ps,
+    /// Ranks whose CPU may start work once the current instant is handled.
+    choosing: Vec<u32>,
     send_post: Vec<Ps>,
     recv_post: Vec<Ps>,
     arrived: Vec<Ps>,
@@ -220,22 +261,48 @@ impl Sim<'_> {
         }
     }
 
-    fn push_cpu(&mut self, t: Ps, op: u32, phase: u8) {
-        let r = self.prog.rank[op as usize] as usize;
-        if !self.cpu[r].busy && self.cpu[r].queue.is_empty() {
-            self.run_cpu(r, t, op, phase);
-        } else {
-            self.cpu[r].queue.push(Reverse((t, op, phase)));
+    /// Communication (class 0) goes before computation (class 1) among work
+    /// released at the same instant.
+    fn class(&self, op: u32, phase: u8) -> u8 {
+        match (self.prog.kind[op as usize], phase) {
+            (SEND | RECV, _) | (_, 1) => 0,
+            _ => 1,
         }
     }
 
-    fn start_cpu(&mut self, r: usize, t: Ps) {
-        if self.cpu[r].busy {
-            return;
+    /// `op`'s CPU work (`phase` 1: completing a receive) is released at `t`.
+    fn push_cpu(&mut self, t: Ps, op: u32, phase: u8) {
+        let r = self.prog.rank[op as usize] as usize;
+        let class = self.class(op, phase);
+        self.cpu[r].push((t, class, op, phase));
+        self.list_cpu(r);
+    }
+
+    /// Rank `r`'s CPU chooses its next work once the current instant is
+    /// handled ([`Sim::choose`]).
+    fn list_cpu(&mut self, r: usize) {
+        if !self.cpu[r].busy && !self.cpu[r].listed {
+            self.cpu[r].listed = true;
+            self.choosing.push(r as u32);
         }
-        if let Some(Reverse((ready, op, phase))) = self.cpu[r].queue.pop() {
-            self.run_cpu(r, t.max(ready), op, phase);
+    }
+
+    /// Every listed idle CPU starts its first released work, at the current
+    /// instant; called when no event of this instant is left.
+    fn choose(&mut self) {
+        let mut listed = std::mem::take(&mut self.choosing);
+        for &r in &listed {
+            let r = r as usize;
+            self.cpu[r].listed = false;
+            if self.cpu[r].busy {
+                continue;
+            }
+            if let Some((ready, _, op, phase)) = self.cpu[r].pop() {
+                self.run_cpu(r, self.clock.max(ready), op, phase);
+            }
         }
+        listed.clear();
+        self.choosing = listed;
     }
 
     /// The CPU of rank `r` starts `op`'s work at `start`. Work that takes no
@@ -394,7 +461,7 @@ impl Sim<'_> {
             }
             _ => self.complete(t, op),
         }
-        self.start_cpu(r, t);
+        self.list_cpu(r);
         Ok(())
     }
 
@@ -465,6 +532,15 @@ impl Sim<'_> {
             }
             let t_ev = self.events.next();
             let t_fab = self.fabric.next_arrival();
+            let t_next = match (t_ev, t_fab) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if !self.choosing.is_empty() && t_next.is_none_or(|t| t > self.clock) {
+                // the instant is handled: every release of it is known
+                self.choose();
+                continue;
+            }
             self.out.events += 1;
             // Arrivals go first at equal times: a receive completes before
             // the CPU work that finishes at the same instant looks at it.
@@ -478,9 +554,11 @@ impl Sim<'_> {
                 self.fabric
                     .advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
                 for &(t, id) in &arrived {
+                    self.clock = t;
                     self.on_arrival(t, id)?;
                 }
             } else if let Some((t, (op, phase))) = self.events.pop() {
+                self.clock = t;
                 self.on_cpu_done(t, op, phase)?;
             } else {
                 return Err(CoreError::InvalidArgument(format!(
@@ -542,11 +620,15 @@ pub fn simulate(
         cpu: (0..prog.n_ranks)
             .map(|_| Cpu {
                 busy: false,
+                listed: false,
+                first: None,
                 queue: BinaryHeap::new(),
             })
             .collect(),
         events: TimeQueue::default(),
         now: VecDeque::new(),
+        clock: 0,
+        choosing: Vec::new(),
         send_post: vec![NEVER; n_msg],
         recv_post: vec![NEVER; n_msg],
         arrived: vec![NEVER; n_msg],
@@ -717,6 +799,89 @@ mod tests {
             out.msg_inject[1], 100_000_000,
             "but injected when its receive is posted"
         );
+    }
+
+    /// Two stages of a two-rank exchange in lockstep, as shift-based
+    /// compositing: each stage's piece is composited (dep: its receive) while
+    /// the next stage's send (dep: the previous send and receive) moves.
+    fn two_stages(bytes: u64) -> Program {
+        // round 0: r0 [0 send→1, 1 recv←1, 2 reduce(1)], r1 [3 send→0, 4 recv←0, 5 reduce(4)]
+        // round 1: r0 [6 send(0,1), 7 recv, 8 reduce(7,2)], r1 [9 send(3,4), 10 recv, 11 reduce(10,5)]
+        Program {
+            n_ranks: 2,
+            rank: vec![0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1],
+            kind: vec![
+                SEND, RECV, REDUCE, SEND, RECV, REDUCE, SEND, RECV, REDUCE, SEND, RECV, REDUCE,
+            ],
+            peer: vec![1, 1, NONE, 0, 0, NONE, 1, 1, NONE, 0, 0, NONE],
+            tag: vec![0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 0],
+            nbytes: vec![bytes; 12],
+            dep_ptr: vec![0, 0, 0, 1, 1, 1, 2, 4, 4, 6, 8, 8, 10],
+            dep_idx: vec![1, 4, 0, 1, 7, 2, 3, 4, 10, 5],
+            round_ptr: vec![0, 6, 12],
+        }
+    }
+
+    #[test]
+    fn a_send_released_with_a_composite_is_posted_first_and_moves_while_it_runs() {
+        // o = 0.5 µs, 1000 B: 1 µs on the wire, 1 µs of composite (γ = 1000 ps/B), eager.
+        // Stage 1 arrives at T1 = o + 1 µs = 1.5 µs; the stage-2 send and the stage-1
+        // composite are both released at T1 (by the receive). Communication first: the
+        // send's o takes 1.5..2.0, its message moves 2.0..3.0 while the composite runs
+        // 2.0..3.0; the stage-2 composite runs 3.0..4.0: 2(o + βn) + γn = 4 µs. Composite
+        // first (op id order) would give 1.5..2.5, send 2.5..3.0, arrival 4.0, end 5 µs.
+        let prog = two_stages(1000);
+        let m = prog.match_messages().unwrap();
+        let out = run(&prog, Sync::Deps, &costs(500_000));
+        for (send, composite) in [(6, 2), (9, 5)] {
+            assert_eq!(out.op_start[send], 1_500_000, "send posted at T1");
+            let msg = m.msg_of[send] as usize;
+            assert_eq!(
+                (out.msg_inject[msg], out.msg_arrive[msg]),
+                (2_000_000, 3_000_000)
+            );
+            assert_eq!(
+                (out.op_start[composite], out.op_end[composite]),
+                (2_000_000, 3_000_000),
+                "the composite runs while the message moves"
+            );
+        }
+        assert_eq!((out.op_start[8], out.op_end[8]), (3_000_000, 4_000_000));
+        assert_eq!(out.time, 4_000_000);
+    }
+
+    #[test]
+    fn the_cpu_is_not_preempted_by_work_released_while_it_composites() {
+        // r0: [0 reduce, 1 recv←1], round 1: [3 send→1 (dep 1)]; r1: [2 send→0], [4 recv←0].
+        // At 0 the receive is posted before the composite (communication first), the
+        // composite runs 0..1 µs; the message (r1's o = 0.25 µs, then 500 B: 0.5 µs) arrives
+        // at 0.75 µs, but completing the receive needs the CPU: at 1 µs; then r0's send
+        // takes o, 1.0..1.25, and its message arrives at 1.75 µs.
+        let prog = Program {
+            n_ranks: 2,
+            rank: vec![0, 0, 1, 0, 1],
+            kind: vec![REDUCE, RECV, SEND, SEND, RECV],
+            peer: vec![NONE, 1, 0, 1, 0],
+            tag: vec![0; 5],
+            nbytes: vec![1000, 500, 500, 500, 500],
+            dep_ptr: vec![0, 0, 0, 0, 1, 1],
+            dep_idx: vec![1],
+            round_ptr: vec![0, 3, 5],
+        };
+        let mut c = costs(0);
+        c.o_send = 250_000;
+        let out = run(&prog, Sync::Deps, &c);
+        assert_eq!(
+            out.op_start[1], 0,
+            "the receive is posted before the composite"
+        );
+        assert_eq!((out.op_start[0], out.op_end[0]), (0, 1_000_000));
+        assert_eq!(out.msg_arrive[0], 250_000 + 500_000);
+        assert_eq!(
+            out.op_end[1], 1_000_000,
+            "completing it waits for the composite"
+        );
+        assert_eq!((out.op_start[3], out.time), (1_000_000, 1_750_000));
     }
 
     #[test]

@@ -6,7 +6,8 @@ rank runs rank 0's ops moved by the group action) whose rounds move at most
 one message per rank is fully described by one *shape* per round, measured
 here on rank 0's ops: when the send and the receive are posted and when the
 CPU is done with the work that does not wait for the message (a tiny run of
-the event loop's CPU rule: released work in (release time, op) order), and
+the event loop's CPU rule: released work in (release time, communication
+before computation, op) order), and
 the work after the message arrives. With ``sync=rounds`` or ``barrier`` the
 state is then one time per rank, and the engine never builds the op program:
 a shift all-to-all over all 20,736 endpoints of the largest Table 1 tree
@@ -111,7 +112,7 @@ def lockstep_shapes(schedule: Schedule, *, o_send: int, o_per_byte: float, gamma
         pending = [i for i in local if i not in released]
         cpu, post_at = 0, {}
         while released:
-            i = min(released, key=lambda k: (released[k], k))
+            i = min(released, key=lambda k: (released[k], ops[k].kind in ("reduce", "copy"), k))
             start = max(cpu, released.pop(i))
             cpu = start + work(ops[i])
             done[i] = cpu

@@ -299,7 +299,8 @@ class OutOfOrder:
     A piece adjacent to the accumulated result is composited into ``data``,
     then the run on its other side. Each composite is one ``Reduce`` whose
     dependencies (derived by the builder) are exactly the two pieces it
-    combines, so it starts as soon as both are there.
+    combines, so it starts as soon as both are there, plus the ``after`` of
+    :meth:`arrive` where a pattern holds its composites back (shift-based).
     """
 
     def __init__(self, b: RankBuilder, blocks: Sequence[int], own_key: int):
@@ -307,32 +308,32 @@ class OutOfOrder:
         self.accum = [own_key, own_key, "data"]          # [lo key, hi key, buffer]
         self.end: dict[int, list] = {own_key: self.accum}  # run endpoints -> run
 
-    def arrive(self, key: int, buf: str, rnd: int) -> None:
+    def arrive(self, key: int, buf: str, rnd: int, after: tuple[int, ...] = ()) -> None:
         b, blocks, accum, end = self.b, self.blocks, self.accum, self.end
         left, right = end.get(key - 1), end.get(key + 1)
         if left is accum:
-            b.reduce(blocks, dst="data", src=buf, side=RIGHT, round=rnd)
+            b.reduce(blocks, dst="data", src=buf, side=RIGHT, round=rnd, after=after)
             accum[1] = key
             if right is not None:
-                b.reduce(blocks, dst="data", src=right[2], side=RIGHT, round=rnd)
+                b.reduce(blocks, dst="data", src=right[2], side=RIGHT, round=rnd, after=after)
                 accum[1] = right[1]
             run = accum
         elif right is accum:
-            b.reduce(blocks, dst="data", src=buf, side=LEFT, round=rnd)
+            b.reduce(blocks, dst="data", src=buf, side=LEFT, round=rnd, after=after)
             accum[0] = key
             if left is not None:
-                b.reduce(blocks, dst="data", src=left[2], side=LEFT, round=rnd)
+                b.reduce(blocks, dst="data", src=left[2], side=LEFT, round=rnd, after=after)
                 accum[0] = left[0]
             run = accum
         elif left is not None and right is not None:
-            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
-            b.reduce(blocks, dst=left[2], src=right[2], side=RIGHT, round=rnd)
+            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd, after=after)
+            b.reduce(blocks, dst=left[2], src=right[2], side=RIGHT, round=rnd, after=after)
             run = [left[0], right[1], left[2]]
         elif left is not None:
-            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd)
+            b.reduce(blocks, dst=left[2], src=buf, side=RIGHT, round=rnd, after=after)
             run = [left[0], key, left[2]]
         elif right is not None:
-            b.reduce(blocks, dst=right[2], src=buf, side=LEFT, round=rnd)
+            b.reduce(blocks, dst=right[2], src=buf, side=LEFT, round=rnd, after=after)
             run = [key, right[1], right[2]]
         else:
             run = [key, key, buf]
@@ -353,7 +354,15 @@ def _group_ops(b: RankBuilder, c: int, *, ranks: Sequence[int], pieces: Sequence
     …`` (mod g) in turn and composites them by :class:`OutOfOrder` on depth
     ``keys`` (default: member index). ``lockstep`` makes the send of step
     ``s`` wait for the send and the receive of step ``s − 1``: the stages of
-    shift-based.
+    shift-based. It also makes the composites of what arrived in step ``s``
+    wait for the send of step ``s``: they run during step ``s + 1`` (shift-based
+    §3.2, each node "composes the pixels received during previous stage s − 1
+    while it does the send and receive operations"), released at the same
+    instant as the send of step ``s + 1`` (both wait for the send and the
+    receive of step ``s``), which the simulator posts first. Without it,
+    a piece that arrives a moment before the rank's own send completes (blocks
+    differ by a pixel) starts a composite that the rank's one CPU cannot
+    interrupt, and the next send waits for the whole composite.
     """
     g, held = len(ranks), len(pieces)
     keys = range(g) if keys is None else keys
@@ -365,11 +374,12 @@ def _group_ops(b: RankBuilder, c: int, *, ranks: Sequence[int], pieces: Sequence
         now = []
         if d < held:
             now.append(b.send(ranks[d], pieces[d], round=rnd, after=prev if lockstep else ()))
+        sent = tuple(now) if lockstep else ()
         if state is not None:
             src = (c - s) % g
             buf = f"s{rnd}"
             now.append(b.recv(ranks[src], pieces[c], buf=buf, round=rnd))
-            state.arrive(keys[src], buf, rnd)
+            state.arrive(keys[src], buf, rnd, after=sent)
         prev = tuple(now)
 
 

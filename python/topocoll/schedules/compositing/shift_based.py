@@ -41,8 +41,10 @@ def shift_based(p: int, *, depth_order=None, gather_root=None, count: int | None
     the send and receive operations"; pieces that arrive non-contiguous are
     buffered. In the IR the send of stage ``s`` waits for the send and the
     receive of stage ``s − 1`` (stages in lockstep, the shift permutation of
-    eq. (1) on the wire at every moment), while each composite depends only on
-    the pieces it combines: it runs during the next stage. Table 1:
+    eq. (1) on the wire at every moment), while each composite depends on the
+    pieces it combines and on its rank's send of the same stage: it is released
+    with the next stage's send, which the simulator posts first, and runs
+    during that transfer (docs/simulator.md, "Overlap"). Table 1:
     α(p − 1) + βn(p − 1)/p, overlap yes. The shift runs over physical ranks
     whatever the depth order, as its contention-freedom on fat trees requires.
 
