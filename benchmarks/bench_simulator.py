@@ -16,7 +16,7 @@ import json, sys, time
 from topocoll import _core
 from topocoll.schedules import generate
 from topocoll.sim import Platform, make_network
-from topocoll.sim.engine import EngineOptions, NetworkNoise, compile_program, platform_network, simulate
+from topocoll.sim.engine import EngineConfig, EngineOptions, NetworkNoise, compile_program, platform_network, simulate
 from topocoll.sim.noise import noise_runs
 import numpy as np
 case = json.loads(sys.argv[1])
@@ -28,10 +28,11 @@ if kind == "engine_rate":
     t = T(); prog = compile_program(s); out["compile"] = T() - t
     net, bw, lat = platform_network(Platform(), case["p"])
     order = np.ascontiguousarray(net.order, dtype=np.uint32)
+    config = EngineConfig(case["model"]).core(Platform(alpha=1e-6), net)   # o_send = 1 µs
     t = T()
-    res = _core.engine_run(prog, net.router.engine, bw, lat, order, case["model"], o_send=1000000)
+    res = _core.engine_run(prog, net.router.engine, bw, lat, order, config)
     out["wall"] = T() - t
-    out["messages"] = int(res["app_messages"])
+    out["messages"] = int(res.app_messages)
 elif kind == "simulate":
     net = make_network(case["topology"], case["p"], routing=case.get("routing"), order=case.get("order", "routing"))
     s = generate(case["collective"], case["algorithm"], case["p"], count=case["count"], itemsize=1)
