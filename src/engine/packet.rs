@@ -84,7 +84,11 @@
 //! returned credits, arrived heads); then every output that may have become
 //! grantable is allocated once, in the order it became so; a grant that
 //! frees nothing cannot enable an earlier output, so the result is a maximal
-//! matching of idle outputs to idle inputs at that instant.
+//! matching of idle outputs to idle inputs at that instant. A hop that takes
+//! no time at all (zero latency and zero router delay) makes its packet a
+//! request of the same instant only after that first pass: it competes in a
+//! second pass with what is still unallocated (so with zero delays, a packet
+//! already waiting at a router beats one arriving at the same instant).
 //!
 //! # Ejection
 //! A packet whose link enters its destination is consumed when its tail
@@ -106,17 +110,29 @@
 //! most once, so the class-1 buffers never wrap around: dimension-order
 //! routing with a dateline per ring direction is deadlock free (Dally &
 //! Seitz 1987; Dally & Towles, *Principles and Practices of Interconnection
-//! Networks*, 2004, §14.2). With `vcs > 2`, class `c` uses VCs
+//! Networks*, 2004, ch. 14). With `vcs > 2`, class `c` uses VCs
 //! `c + 2·j`, `j = i mod ⌊vcs / 2⌋` (an odd last VC is unused).
 //!
 //! # Deadlock
 //! If packets wait and no event is pending, nothing can ever move:
-//! [`Fabric::next_arrival`] returns `None` and [`PacketFabric::stalled`]
+//! [`Fabric::next_arrival`] returns `None` although messages are in flight
+//! ([`PacketFabric::messages_in_flight`]), and [`PacketFabric::stalled`]
 //! names a cycle of full buffers, each waiting for space in the next (found
-//! by following every waiting queue's first blocked request).
+//! by following every waiting buffer's first blocked request). Nothing
+//! loops: without events the fabric does nothing.
+//!
+//! # Contract with the event loop
+//! [`Fabric::next_arrival`] is the time of the next *internal* event (a head
+//! through a router, a tail off a link, a credit back, a packet consumed),
+//! not only of arrivals: [`Fabric::advance`] to that time may report
+//! nothing, and the loop asks again. Routes must hold valid link ids, the
+//! first leaving `src`, the last entering `dst` (the loop's router gives
+//! such routes); a message to its own endpoint (empty route) arrives at once.
+//! Arrivals of one `advance` come in `(time, id)` order.
 //!
 //! # Compared with BookSim, htsim and SST/Merlin
-//! - BookSim (Jiang et al., ISPASS 2013; Dally & Towles 2004) is cycle driven
+//! - BookSim (Jiang et al., "A detailed and flexible cycle-accurate
+//!   network-on-chip simulator", ISPASS 2013; Dally & Towles 2004) is cycle driven
 //!   and flit level, with a router pipeline (route, VC allocation, switch
 //!   allocation, crossbar), separable allocators (round-robin, iSLIP, age)
 //!   and credits per VC. Alike: per-VC input buffers with credits, output
@@ -125,27 +141,33 @@
 //!   whole packet (virtual cut-through; no wormhole); the VC is fixed by the
 //!   routing function rather than allocated; the pipeline is one
 //!   `router_delay`; no iSLIP iterations (one greedy maximal pass per instant).
-//! - htsim (Raiciu et al., used for NDP and MPTCP) is event driven and packet
-//!   level like this model, but its switches are output queued and
-//!   store-and-forward, with drops or PFC pauses; here switches are input
-//!   queued, cut-through, and lossless by credits.
+//! - htsim (Raiciu, Handley et al.; the simulator of the MPTCP and NDP
+//!   papers) is event driven and packet level like this model, but its
+//!   switches are output queued and forward whole packets (store and
+//!   forward), lossy (drop-tail, trimming) or lossless through PFC pauses;
+//!   here switches are input queued, cut-through, and lossless by credits.
 //! - SST/Merlin's `hr_router` is closest: packet-granularity input buffers
 //!   per VC with credits, a per-port latency; it also has output buffers and
 //!   adaptive routing, which this model does not.
 //!
 //! # Cost
 //! Three events per packet hop (head ready, tail left, credit back; the
-//! credit is applied at once on a zero-latency link), each in the engine's
-//! [`TimeQueue`]; state in flat vectors indexed by link, `(link, vc)` and
-//! input port; packets and messages in slabs reused through free lists; no
-//! hash map. An allocation scans the requests of one output (at most one per
-//! input buffer with `InputQueued`).
+//! credit is applied at once on a zero-latency link) in a calendar queue
+//! (`EventQueue`, same `(time, sequence)` order as the engine's
+//! [`TimeQueue`], O(1) per event); state in flat vectors of small records
+//! per link, per buffer `(link, vc)` and per input port; packets (one cache
+//! line each) and messages in slabs reused through free lists; no hash map,
+//! no allocation per packet. An allocation scans the requests of one output
+//! (at most one per input buffer with `InputQueued`). Memory: about 64 B
+//! per link, 40 B per buffer, 64 B per packet alive (at most every buffer
+//! slot plus one per injection FIFO) and the routes of the messages in
+//! flight.
 
 use std::collections::BinaryHeap;
 
-use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
 #[cfg(doc)]
 use super::fabric::TimeQueue;
+use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
 use crate::error::CoreError;
 
 /// Switch allocation policy of every output link.
@@ -202,17 +224,17 @@ pub struct PacketConfig {
 
 const NONE: u32 = u32::MAX;
 
-
 #[derive(Clone, Copy, Debug)]
 enum Event {
     /// Packets were put in an injection FIFO outside an instant: allocate.
     Wake,
     /// A packet's head arrived at a router and went through it.
     Ready(u32),
-    /// A packet's tail left `queue` onto `link`: both are free again.
-    TailLeft { link: u32, queue: u32 },
-    /// A credit of buffer `queue` is back at its link's sender.
-    Credit(u32),
+    /// A packet's tail left `queue` (at input `port`) onto `link`: all
+    /// three are free again.
+    TailLeft { link: u32, queue: u32, port: u32 },
+    /// A credit of buffer `queue` (of `link`) is back at the link's sender.
+    Credit { queue: u32, link: u32 },
     /// A packet's tail arrived at its destination.
     Eject(u32),
     /// The destination NIC finished handling a packet.
@@ -246,6 +268,11 @@ struct Packet {
     hop: u32,
     /// Bytes on the wire.
     wire: u32,
+    /// Input port it waits at (the link it arrived on, or `n_links + l` for
+    /// the injection FIFO of link `l`).
+    port: u32,
+    /// `seq mod` VCs per class, fixed at creation.
+    spread: u8,
     /// VC on `next_link`.
     vc: u8,
     /// Dimension and VC class of the last link taken (tori).
@@ -633,16 +660,21 @@ impl PacketFabric {
         if cfg.buffer_packets == 0 {
             return bad("buffer_packets=0, expected input buffers of at least 1 packet".into());
         }
-        for (what, len) in [("link_dim", cfg.link_dim.len()), ("dateline", cfg.dateline.len())] {
+        for (what, len) in [
+            ("link_dim", cfg.link_dim.len()),
+            ("dateline", cfg.dateline.len()),
+        ] {
             if len != 0 && len != n {
-                return bad(format!("{what} has {len} entries, expected 0 or one per link ({n})"));
+                return bad(format!(
+                    "{what} has {len} entries, expected 0 or one per link ({n})"
+                ));
             }
         }
         let any_dateline = cfg.dateline.iter().any(|&d| d);
         if any_dateline {
-            if let Some(l) = (0..n).find(|&l| {
-                cfg.dateline[l] && cfg.link_dim.get(l).is_none_or(|&d| d == NOT_TORUS)
-            }) {
+            if let Some(l) = (0..n)
+                .find(|&l| cfg.dateline[l] && cfg.link_dim.get(l).is_none_or(|&d| d == NOT_TORUS))
+            {
                 return bad(format!(
                     "link {l} is a dateline but not a torus link (link_dim {}), expected datelines on torus links only",
                     cfg.link_dim.get(l).map_or("absent".to_string(), |d| d.to_string())
@@ -870,7 +902,10 @@ impl PacketFabric {
                     if i > 0 {
                         line.push_str(" -> ");
                     }
-                    line.push_str(&format!("link {l} vc {v} (into node {})", self.links[l].dst));
+                    line.push_str(&format!(
+                        "link {l} vc {v} (into node {})",
+                        self.links[l].dst
+                    ));
                 }
                 line.push_str(&format!("; {waiting} packets wait"));
                 return Some(line);
@@ -883,16 +918,6 @@ impl PacketFabric {
     }
 
     // ---- helpers -------------------------------------------------------
-
-    #[inline]
-    fn port_of(&self, q: usize) -> usize {
-        let nb = self.n_links * self.vcs;
-        if q < nb {
-            q / self.vcs
-        } else {
-            self.n_links + (q - nb)
-        }
-    }
 
     /// Does buffer `q` serve its packets in one FIFO (head-of-line)?
     #[inline]
@@ -927,18 +952,22 @@ impl PacketFabric {
     fn choose_vc(&mut self, p: usize, l: usize) {
         let pk = &mut self.packets[p];
         if !self.torus {
-            pk.vc = (pk.seq % self.vcs as u64) as u8;
+            pk.vc = pk.spread;
             return;
         }
         let link = &self.links[l];
         let d = link.dim;
-        let mut class = if d == NOT_TORUS || d != pk.dim { 0 } else { pk.class };
+        let mut class = if d == NOT_TORUS || d != pk.dim {
+            0
+        } else {
+            pk.class
+        };
         if link.dateline {
             class = (class + 1).min(self.n_classes - 1);
         }
         pk.dim = d;
         pk.class = class;
-        pk.vc = class + self.n_classes * (pk.seq % self.per_class as u64) as u8;
+        pk.vc = class + self.n_classes * pk.spread;
     }
 
     fn alloc_packet(&mut self, pk: Packet) -> u32 {
@@ -956,12 +985,11 @@ impl PacketFabric {
     #[inline]
     fn request(&mut self, p: u32) {
         let pk = &self.packets[p as usize];
-        let q = pk.queue as usize;
         let o = pk.next_link;
         let r = Req {
             pkt: p,
             queue: pk.queue,
-            port: self.port_of(q) as u32,
+            port: pk.port,
             vc: pk.vc,
             birth: pk.birth,
             seq: pk.seq,
@@ -1019,6 +1047,8 @@ impl PacketFabric {
                 route_len: msg.route_len,
                 hop: 0,
                 wire: (payload + self.cfg.header_bytes) as u32,
+                port: (self.n_links + l) as u32,
+                spread: (self.seq % self.per_class as u64) as u8,
                 vc: 0,
                 dim: NOT_TORUS,
                 class: 0,
@@ -1031,16 +1061,22 @@ impl PacketFabric {
         }
     }
 
-    /// Return a credit of input buffer `q` to its sender `latency` from `t`.
+    /// Return a credit of input buffer `q` (of link `l`) to its sender,
+    /// `latency` after `t`.
     #[inline]
-    fn return_credit(&mut self, q: usize, t: Ps) {
-        let l = q / self.vcs;
-        let lat = self.links[l].latency;
+    fn return_credit(&mut self, q: usize, l: u32, t: Ps) {
+        let lat = self.links[l as usize].latency;
         if lat == 0 {
             self.buffers[q].credits += 1;
-            self.mark_dirty(l as u32);
+            self.mark_dirty(l);
         } else {
-            self.events.push(t + lat, Event::Credit(q as u32));
+            self.events.push(
+                t + lat,
+                Event::Credit {
+                    queue: q as u32,
+                    link: l,
+                },
+            );
         }
     }
 
@@ -1137,11 +1173,13 @@ impl PacketFabric {
             Event::TailLeft {
                 link: o as u32,
                 queue: q_old as u32,
+                port: r.port,
             },
         );
         let hop = pk.hop + 1;
         let pkm = &mut self.packets[p];
         pkm.queue = b as u32;
+        pkm.port = o as u32;
         pkm.hop = hop;
         if hop == pk.route_len {
             self.events.push(e + lat, Event::Eject(p as u32));
@@ -1157,7 +1195,7 @@ impl PacketFabric {
         let pk = self.packets[p];
         let q = pk.queue as usize;
         self.occ_change(q, t, false);
-        self.return_credit(q, t);
+        self.return_credit(q, pk.port, t);
         self.free_packets.push(p as u32);
         self.packets_alive -= 1;
         let m = pk.msg as usize;
@@ -1178,11 +1216,11 @@ impl PacketFabric {
                 self.choose_vc(p as usize, l);
                 self.enqueue(p);
             }
-            Event::TailLeft { link, queue } => {
+            Event::TailLeft { link, queue, port } => {
                 self.links[link as usize].busy = false;
                 self.mark_dirty(link);
                 let q = queue as usize;
-                let port = self.port_of(q);
+                let port = port as usize;
                 self.ports[port].busy = false;
                 let mut w = std::mem::take(&mut self.ports[port].wanted);
                 for &o in &w {
@@ -1191,22 +1229,22 @@ impl PacketFabric {
                 w.clear();
                 self.ports[port].wanted = w;
                 self.occ_change(q, t, false);
-                if q < self.n_links * self.vcs {
-                    self.return_credit(q, t);
+                if port < self.n_links {
+                    self.return_credit(q, port as u32, t);
                 } else {
-                    self.refill(q - self.n_links * self.vcs, t);
+                    self.refill(port - self.n_links, t);
                 }
             }
-            Event::Credit(q) => {
-                self.buffers[q as usize].credits += 1;
-                self.mark_dirty(q / self.vcs as u32);
+            Event::Credit { queue, link } => {
+                self.buffers[queue as usize].credits += 1;
+                self.mark_dirty(link);
             }
             Event::Eject(p) => {
                 let h = self.cfg.eject_handling;
                 if h == 0 {
                     self.consume(p as usize, t, arrived);
                 } else {
-                    let l = self.packets[p as usize].queue as usize / self.vcs;
+                    let l = self.packets[p as usize].port as usize;
                     let node = self.links[l].dst as usize;
                     let done = t.max(self.eject_free[node]) + h;
                     self.eject_free[node] = done;
@@ -1472,7 +1510,9 @@ mod tests {
         panic!("drive: no end after 1e8 steps");
     }
 
-    /// Invariant 2: no buffer ever held more packets than its depth.
+    /// Invariant 2: no buffer ever held more packets than its depth; and once
+    /// everything arrived, every credit is back, every buffer empty, every
+    /// link and input port idle (no credit lost or made up on the way).
     fn assert_within_depth(f: &PacketFabric) {
         let d = f.config().buffer_packets;
         for (b, &m) in f.max_occupancy().iter().enumerate() {
@@ -1480,7 +1520,21 @@ mod tests {
         }
         let inj = f.config().injection_packets.max(1);
         for (l, &m) in f.max_injection_occupancy().iter().enumerate() {
-            assert!(m <= inj, "injection FIFO of link {l} held {m} packets, depth {inj}");
+            assert!(
+                m <= inj,
+                "injection FIFO of link {l} held {m} packets, depth {inj}"
+            );
+        }
+        if f.packets_in_flight() == 0 && f.events.is_empty() {
+            let nb = f.n_links * f.vcs;
+            for (q, b) in f.buffers.iter().enumerate() {
+                assert_eq!(b.occ, 0, "buffer {q} not empty");
+                if q < nb {
+                    assert_eq!(b.credits, d, "buffer {q}: credits not all back");
+                }
+            }
+            assert!(f.links.iter().all(|l| !l.busy && l.req.is_empty()));
+            assert!(f.ports.iter().all(|p| !p.busy));
         }
     }
 
@@ -1533,12 +1587,14 @@ mod tests {
         let out = drive(&mut f, &[send(0, 0, 1, 0, &[0, 1, 2, 3])]);
         assert_eq!(out, vec![(1_230_000, 0)]);
         assert_eq!(f.link_bytes(), &[64.0; 4]);
+        assert_within_depth(&f);
         // 2049 B: 2048 + 1 payload bytes; the second packet's 65 B take
         // 65 · 1250 = 81 250 ps at the bottleneck after the first's 3 790 000.
         let mut f = net.fabric(cfg);
         let out = drive(&mut f, &[send(0, 0, 1, 2049, &[0, 1, 2, 3])]);
         assert_eq!(out, vec![(3_790_000 + 81_250, 0)]);
         assert_eq!(f.link_bytes(), &[(2049 + 2 * 64) as f64; 4]);
+        assert_within_depth(&f);
     }
 
     #[test]
@@ -1619,6 +1675,7 @@ mod tests {
         assert_eq!(f.link_bytes(), &[1000.0, 1000.0, 0.0, 0.0]);
         assert_eq!(f.messages_in_flight(), 0);
         assert_eq!(f.packets_in_flight(), 0);
+        assert_within_depth(&f);
     }
 
     // ---- 5. credits and latency ----------------------------------------
@@ -1726,6 +1783,7 @@ mod tests {
                 vec![(1_001_000, first), (2_001_000, 1 - first)],
                 "{alloc:?}"
             );
+            assert_within_depth(&f);
         }
     }
 
@@ -1882,7 +1940,6 @@ mod tests {
                 ..config()
             };
             let (thr, f) = saturated_crossbar(32, cfg, 200, 3000);
-            eprintln!("PROBE IQ {alloc:?} {thr} ref {reference}");
             assert!(
                 (0.55..0.63).contains(&thr) && (thr - reference).abs() < 0.02,
                 "{alloc:?}: accepted {thr}, reference {reference}"
@@ -1903,7 +1960,6 @@ mod tests {
                 ..config()
             };
             let (thr, f) = saturated_crossbar(32, cfg, 200, 3000);
-            eprintln!("PROBE VOQ {alloc:?} {thr}");
             assert!(thr >= 0.9, "{alloc:?}: accepted {thr}");
             assert_within_depth(&f);
         }
@@ -2106,7 +2162,11 @@ mod tests {
         let (_, dst) = x.links();
         let mut net = Net::new(x.n_endpoints() as usize);
         for (i, &d) in dst.iter().enumerate() {
-            net.link(d, if i % 3 == 0 { 2e9 } else { 1e9 }, 50_000 + (i as Ps % 7) * 1000);
+            net.link(
+                d,
+                if i % 3 == 0 { 2e9 } else { 1e9 },
+                50_000 + (i as Ps % 7) * 1000,
+            );
         }
         net
     }
@@ -2184,6 +2244,7 @@ mod tests {
                 .unwrap();
             assert_eq!(t, s.t + lat + (s.route.len() as Ps - 1) * 20_000 + ser);
         }
+        assert_within_depth(&f);
     }
 
     #[test]
@@ -2226,7 +2287,10 @@ mod tests {
             dateline: vec![true, false, false, false],
             ..config()
         });
-        assert!(e.contains("link 0 is a dateline but not a torus link"), "{e}");
+        assert!(
+            e.contains("link 0 is a dateline but not a torus link"),
+            "{e}"
+        );
         let e = make(PacketConfig {
             link_dim: vec![0; 3],
             ..config()
@@ -2297,33 +2361,33 @@ mod tests {
         // every node sends 16 messages of 4 packets of 256 B to random nodes
         // (all injected within 0.75 µs: saturated).
         for (shape, per_node) in [([8u64, 8, 8], 128u32), ([16, 16, 16], 16)] {
-        let (t, net, dims, date) = torus_net(&shape);
-        let n = t.n_nodes() as u32;
-        let sends = uniform_torus_sends(&t, n, per_node, 4 * 256, 9);
-        for queues in [Queues::InputQueued, Queues::VirtualOutput] {
-            let mut f = net.fabric(PacketConfig {
-                packet_bytes: 256,
-                header_bytes: 32,
-                vcs: 2,
-                buffer_packets: 4,
-                router_delay: 10_000,
-                queues,
-                link_dim: dims.clone(),
-                dateline: date.clone(),
-                ..config()
-            });
-            let start = std::time::Instant::now();
-            let out = drive(&mut f, &sends);
-            let s = start.elapsed().as_secs_f64();
-            assert_eq!(out.len(), sends.len());
-            println!(
+            let (t, net, dims, date) = torus_net(&shape);
+            let n = t.n_nodes() as u32;
+            let sends = uniform_torus_sends(&t, n, per_node, 4 * 256, 9);
+            for queues in [Queues::InputQueued, Queues::VirtualOutput] {
+                let mut f = net.fabric(PacketConfig {
+                    packet_bytes: 256,
+                    header_bytes: 32,
+                    vcs: 2,
+                    buffer_packets: 4,
+                    router_delay: 10_000,
+                    queues,
+                    link_dim: dims.clone(),
+                    dateline: date.clone(),
+                    ..config()
+                });
+                let start = std::time::Instant::now();
+                let out = drive(&mut f, &sends);
+                let s = start.elapsed().as_secs_f64();
+                assert_eq!(out.len(), sends.len());
+                println!(
                 "torus {shape:?} {queues:?}: {} packet-hops in {:.3} s = {:.2} M packet-hops/s (simulated {} ps)",
                 f.packet_hops(),
                 s,
                 f.packet_hops() as f64 / s / 1e6,
                 out.last().unwrap().0
             );
-        }
+            }
         }
         // 3-level fat tree of 1024 endpoints (16-ary), d-mod-k.
         let x = Xgft::new(&[16, 8, 8], &[1, 16, 8], &[1, 1, 1]).unwrap();
