@@ -111,3 +111,23 @@ def test_a_torus_needs_the_datelines_second_vc():
     sched = generate("alltoall", "direct", 16, count=16 * 64, itemsize=1)
     with pytest.raises(SpecError, match="vcs=1, expected at least 2 on a torus"):
         simulate(sched, Platform(network=net), _packet(vcs=1))
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--model", "flow", "--vcs", "2"], "--vcs with the flow model, expected --vcs only with --model packet"),
+    (["--model", "packet", "--buffer-packets", "0"], "--buffer-packets: 0 is not positive, expected an integer in 1..4096"),
+    (["--model", "packet", "--queues", "output"], "queues='output', expected one of input, voq"),
+])
+def test_cli_packet_flags_are_checked_in_one_line(argv, words, capsys):
+    from topocoll.cli import main
+
+    status = main(["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--topology", "kary:2,2", *argv])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1 and words in err, err
+
+
+def test_cli_runs_the_packet_model():
+    from topocoll.cli import main
+
+    assert main(["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--topology", "kary:2,2",
+                 "--model", "packet", "--queues", "voq", "--allocator", "age"]) == 0
