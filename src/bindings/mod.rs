@@ -8,11 +8,13 @@ mod engine;
 mod error;
 mod kernels;
 mod routing;
+mod traffic;
 
 pub fn register_all(m: &Bound<'_, PyModule>) -> PyResult<()> {
     engine::register(m)?;
     kernels::register(m)?;
     routing::register(m)?;
+    traffic::register(m)?;
     let _ = m;
     Ok(())
 }

@@ -8,7 +8,8 @@
 //!   flows, or SimGrid's CM02), [`congestion`] (the ORCS-style congestion
 //!   model of the network-noise paper) and [`packet`] (packets through
 //!   finite credit-controlled buffers, virtual cut-through);
-//! - [`noise`]: OS-noise detours.
+//! - [`noise`]: OS-noise detours;
+//! - [`traffic`]: open-loop synthetic traffic (BookSim's patterns) over any fabric.
 //!
 //! Time is integer picoseconds; events sit in one heap keyed by
 //! `(time, sequence)`; there is no global state, so simulations run
@@ -23,6 +24,7 @@ pub mod noise;
 pub mod packet;
 pub mod program;
 pub mod run;
+pub mod traffic;
 
 use crate::error::CoreError;
 use crate::routing::Router;

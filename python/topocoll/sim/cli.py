@@ -210,6 +210,8 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--size", help="message size in bytes (MPI's convention; K/M/G suffixes), or a comma list "
                                   "(not with goal)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="generator parameter, repeatable")
+    p.add_argument("--load", metavar="L[,L...]", help="`simulate traffic PATTERN`: offered load(s) in (0, 1], "
+                                                      "packets per endpoint per slot (docs/simulator.md)")
     p.add_argument("--model", choices=EVENT_MODELS, default="loggops", help="default loggops")
     p.add_argument("--topology", metavar="SPEC", help="network (default: an ideal crossbar at --bandwidth)")
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
@@ -310,7 +312,52 @@ def _goal_run(args) -> int:
     return 0
 
 
+def _traffic_run(args) -> int:
+    """``simulate traffic PATTERN --load L[,L...] --topology SPEC``: synthetic traffic through the packet
+    model (:mod:`.traffic`); ``--param`` takes hot_fraction, hot_node, warmup, measure."""
+    from .traffic import traffic
+    if args.model not in ("loggops", "packet"):  # loggops: the flag's default, i.e. not given
+        raise SpecError(f"simulate traffic with --model {args.model}, expected the packet model (no --model)")
+    check_model_options(args, model="packet")
+    given = [flag for flag, on in (("-P", args.procs), ("--size", args.size), ("--noise", args.noise is not None),
+                                   ("--os-noise", args.os_noise), ("--trace", args.trace), ("--matrix", args.matrix),
+                                   ("--draw", args.draw), ("--profile", args.profile)) if on]
+    if given:
+        raise SpecError(f"simulate traffic with {', '.join(given)}, expected only --load, --topology, --routing, "
+                        "--seed, --param and packet flags")
+    if not args.load or not args.topology:
+        raise SpecError("simulate traffic PATTERN needs --load L[,L...] and --topology SPEC")
+    try:
+        loads = [float(x) for x in args.load.split(",")]
+    except ValueError:
+        raise SpecError(f"--load {args.load!r}, expected loads in (0, 1] separated by commas") from None
+    params = parse_params(args.param)
+    allowed = ("hot_fraction", "hot_node", "warmup", "measure")
+    if set(params) - set(allowed):
+        raise SpecError(f"--param {', '.join(sorted(set(params) - set(allowed)))} with simulate traffic, "
+                        f"expected {', '.join(allowed)}")
+    rows = traffic(args.algorithm, loads, args.topology, packet_options(args), seed=args.seed, routing=args.routing,
+                   **params)
+    if args.json:
+        print(json.dumps([{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows], indent=1))
+        return 0
+    print(f"synthetic traffic {args.algorithm} on {args.topology}, packet model, seed {args.seed}, "
+          f"slot {rows[0].slot * 1e6:.4g} µs (one packet on one injection link); rates in packets/endpoint/slot")
+    table = [("offered", "accepted", "mean latency", "p99 latency", "measured", "saturated")]
+    table += [(f"{r.offered:g}", f"{r.accepted:.4f}", f"{r.mean_latency * 1e6:.3f} µs",
+               f"{r.p99_latency * 1e6:.3f} µs", str(r.measured), "yes" if r.saturated else "no") for r in rows]
+    print(_table(table))
+    for r in rows:
+        if r.drain_error:
+            print(f"load {r.offered:g}: {r.drain_error}")
+    return 0
+
+
 def cmd_simulate(args) -> int:
+    if args.collective == "traffic":
+        return _traffic_run(args)
+    if args.load is not None:
+        raise SpecError(f"--load with simulate {args.collective}, expected --load only with simulate traffic")
     check_model_options(args, model=args.model)
     if args.collective == "goal":
         return _goal_run(args)
