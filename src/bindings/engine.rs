@@ -182,6 +182,17 @@ pub struct PyEngineConfig {
     trace: bool,
 }
 
+impl PyEngineConfig {
+    /// The packet model's parameters and each link's destination node, or
+    /// None for another model (the synthetic-traffic driver takes them).
+    pub(crate) fn packet(&self) -> Option<(&PacketConfig, &[u32])> {
+        match &self.model {
+            ModelConfig::Packet { cfg, link_dst } => Some((cfg, link_dst)),
+            _ => None,
+        }
+    }
+}
+
 #[pymethods]
 impl PyEngineConfig {
     #[new]

@@ -2,17 +2,16 @@
 //! packet model on a routed network, the interpreter released while Rust
 //! works. `topocoll.sim.traffic` validates every argument first.
 //!
-//! The packet parameters come as keywords mirroring `EngineConfig`'s packet
-//! fields (its Rust side keeps them private to `bindings/engine.rs`);
-//! `topocoll.sim.traffic` fills them from the same `EngineConfig._packet`.
+//! The packet parameters come in the run's typed `EngineConfig` (the packet
+//! model), built by `topocoll.sim.engine.EngineConfig.core`, as every run's.
 
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 
-use super::engine::{PyAllocator, PyQueues};
+use super::engine::PyEngineConfig;
 use super::routing::PyRouter;
 use crate::engine::fabric::{Links, Ps};
-use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
+use crate::engine::packet::PacketFabric;
 use crate::engine::traffic::{injection_slot, run_traffic, Pattern, TrafficConfig};
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
@@ -51,12 +50,11 @@ pub struct PyTrafficResult {
 }
 
 /// Synthetic traffic of `pattern` at `load` through the packet model on
-/// `router`'s network (bandwidths B/s, latencies ps, `link_dst` the node
-/// each link enters).
+/// `router`'s network (bandwidths B/s, latencies ps); `config` is the run's
+/// typed `EngineConfig` of the packet model (its packets, VCs, buffers,
+/// routers, link destinations and datelines).
 #[pyfunction]
-#[pyo3(signature = (router, bandwidth, latency_ps, pattern, load, *, link_dst, packet_bytes=2048,
-    header_bytes=26, vcs=2, buffer_packets=8, router_delay=0, allocator=PyAllocator::RoundRobin,
-    queues=PyQueues::InputQueued, injection_packets=0, link_dim=None, dateline=None, hot_fraction=0.0,
+#[pyo3(signature = (router, bandwidth, latency_ps, config, pattern, load, *, hot_fraction=0.0,
     hot_node=0, dims=None, warmup_slots=1000, measure_slots=10000, drain_slots=11000, seed=0))]
 #[allow(clippy::too_many_arguments)]
 fn traffic_run(
@@ -64,19 +62,9 @@ fn traffic_run(
     router: &PyRouter,
     bandwidth: PyReadonlyArray1<f64>,
     latency_ps: PyReadonlyArray1<u64>,
+    config: &PyEngineConfig,
     pattern: PyPattern,
     load: f64,
-    link_dst: PyReadonlyArray1<u32>,
-    packet_bytes: u64,
-    header_bytes: u64,
-    vcs: u8,
-    buffer_packets: u32,
-    router_delay: Ps,
-    allocator: PyAllocator,
-    queues: PyQueues,
-    injection_packets: u32,
-    link_dim: Option<PyReadonlyArray1<u8>>,
-    dateline: Option<PyReadonlyArray1<bool>>,
     hot_fraction: f64,
     hot_node: u32,
     dims: Option<Vec<u32>>,
@@ -99,34 +87,14 @@ fn traffic_run(
         ))
         .into());
     }
-    let vec_of = |a: Option<PyReadonlyArray1<u8>>| -> PyResult<Vec<u8>> {
-        Ok(a.map(|a| a.as_slice().map(|s| s.to_vec()))
-            .transpose()?
-            .unwrap_or_default())
+    let Some((cfg, link_dst)) = config.packet() else {
+        return Err(CoreError::InvalidArgument(
+            "traffic_run: an EngineConfig of another model, expected Model.Packet".into(),
+        )
+        .into());
     };
-    let cfg = PacketConfig {
-        packet_bytes,
-        header_bytes,
-        vcs,
-        buffer_packets,
-        router_delay,
-        allocator: match allocator {
-            PyAllocator::RoundRobin => Allocator::RoundRobin,
-            PyAllocator::Age => Allocator::Age,
-        },
-        queues: match queues {
-            PyQueues::InputQueued => Queues::InputQueued,
-            PyQueues::VirtualOutput => Queues::VirtualOutput,
-        },
-        injection_packets,
-        link_dim: vec_of(link_dim)?,
-        dateline: dateline
-            .map(|a| a.as_slice().map(|s| s.to_vec()))
-            .transpose()?
-            .unwrap_or_default(),
-        eject_handling: 0,
-    };
-    let link_dst = link_dst.as_slice()?.to_vec();
+    let (cfg, link_dst) = (cfg.clone(), link_dst.to_vec());
+    let (packet_bytes, header_bytes) = (cfg.packet_bytes, cfg.header_bytes);
     let n_ep = r.graph.n_endpoints;
     let pattern = match pattern {
         PyPattern::Uniform => Pattern::Uniform,

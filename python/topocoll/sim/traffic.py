@@ -39,7 +39,7 @@ from .. import _core
 from ..errors import SpecError
 from ..topology import make_router, parse_topology
 from .engine import EngineConfig, EngineOptions
-from .model import Network
+from .model import Network, Platform
 from .packet import PacketOptions
 
 __all__ = ["traffic", "traffic_network", "TrafficRow", "PATTERNS", "MAX_SLOTS", "MAX_LOADS", "MAX_PACKETS",
@@ -211,13 +211,13 @@ def traffic(pattern: str, loads, network: Network | str, options: PacketOptions 
     if worst > MAX_PACKETS:
         raise SpecError(f"{label}: {n} endpoints × {warmup + measure + drain} slots at load {max(loads)} create up "
                         f"to {worst:.3g} packets, expected at most {MAX_PACKETS} (shorter warmup/measure)")
-    packet = EngineConfig("packet", EngineOptions(packet=options))._packet(net)
+    config = EngineConfig("packet", EngineOptions(packet=options)).core(Platform(), net)
     bandwidth = np.ascontiguousarray(topo.bandwidth, dtype=np.float64)
     latency = np.round(np.asarray(topo.latency, dtype=np.float64) * _PS).astype(np.uint64)
     rows = []
     for load in loads:
         try:
-            r = _core.traffic_run(net.router.engine, bandwidth, latency, PATTERNS[pattern], load, **packet,
+            r = _core.traffic_run(net.router.engine, bandwidth, latency, config, PATTERNS[pattern], load,
                                   hot_fraction=float(hot_fraction), hot_node=int(hot_node), dims=dims,
                                   warmup_slots=warmup, measure_slots=measure, drain_slots=drain, seed=seed)
         except ValueError as e:
