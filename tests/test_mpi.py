@@ -100,7 +100,7 @@ def test_ranks_that_disagree_all_get_the_same_error_before_data_moves(field, mes
 OPERATOR_LINE = re.compile(r"^(OK|MISMATCH\S*.*?) operators (\w+) (\w+) params=(\{.*?\}) op=(\w+) (ran|refused)")
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("n", [2, 3, 4, 5, pytest.param(8, marks=pytest.mark.exhaustive)])   # P = 8: 11-16 s
 def test_every_algorithm_with_every_operator_equals_the_library_or_is_refused_as_the_verifier_decides(n):
     """Under mpiexec: each (reduction algorithm, operator) pair either returns
     exactly MPI_Allreduce's / MPI_Reduce_scatter_block's result with that
