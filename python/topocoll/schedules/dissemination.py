@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from .common import ceil_log, check_count, check_p
 from .ir import OperatorNeeds, Schedule, block_bounds
 from .pattern import Circulant
@@ -243,20 +241,23 @@ def _dissemination_needs(p: int, n: int) -> OperatorNeeds:
 
     After the rounds, rank r holds the contributions of ``r - Σ_t o_t`` for
     every choice of one offset ``o_t`` per round (0 or one of the round's
-    offsets), counted with multiplicity. Where every residue mod P comes out
-    exactly once (P = (n+1)^k, but also P = 6 with n = 2, whose wrapped
-    offsets 3 and 6 ≡ 0 fall away), no contribution arrives twice and a
+    distinct offsets), counted with multiplicity: ``Π_t (1 + |offsets_t|)``
+    contributions, and every residue mod P at least once (the schedule is a
+    correct allreduce for idempotent operators). So no contribution arrives
+    twice exactly when that product is P (P = (n+1)^k, but also P = 6 with
+    n = 2, whose wrapped offsets 3 and 6 ≡ 0 fall away), and then a
     commutative operator suffices; elsewhere it must be idempotent too
     (Hoefler et al. 2006, End et al. 2016 §III-B). One rank holds everything
-    at P = 1: any operator will do.
+    at P = 1: any operator will do. O(rounds · n), stopping once the product
+    passes P.
     """
-    counts = np.zeros(p, dtype=np.int64)
-    counts[0] = 1
+    count = 1
     for t in range(ceil_log(p, n + 1)):
         dist = (n + 1) ** t
-        offsets = [o for o in dict.fromkeys(i * dist % p for i in range(1, n + 1)) if o]
-        counts = counts + sum((np.roll(counts, o) for o in offsets), np.zeros_like(counts))
-    return OperatorNeeds(commutative=p > 1, idempotent=bool((counts != 1).any()))
+        count *= 1 + len({i * dist % p for i in range(1, n + 1)} - {0})
+        if count > p:
+            break
+    return OperatorNeeds(commutative=p > 1, idempotent=count != p)
 
 
 def _dissemination_template(p: int, n: int) -> Circulant:
