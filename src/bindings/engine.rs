@@ -416,6 +416,10 @@ pub struct PyEngineOutcome {
     packet_hops: u64,
     /// Packet model: the most packets any one (link, VC) buffer held.
     max_buffer_packets: u32,
+    /// Packet model: per (link, VC) buffer (index `link·vcs + vc`), the most
+    /// packets it held and its time-averaged occupancy (None for other models).
+    buffer_max: Option<Py<PyArray1<u32>>>,
+    buffer_mean: Option<Py<PyArray1<f64>>>,
 }
 
 /// What the packet model measured beside the run's outcome.
@@ -423,6 +427,7 @@ pub struct PyEngineOutcome {
 struct PacketStats {
     hops: u64,
     max_buffer: u32,
+    buffers: Option<(Vec<u32>, Vec<f64>)>,
 }
 
 impl PyEngineOutcome {
@@ -447,6 +452,8 @@ impl PyEngineOutcome {
             congestion: congestion.map(|c| c.into_pyarray(py).unbind()),
             packet_hops: packet.hops,
             max_buffer_packets: packet.max_buffer,
+            buffer_max: packet.buffers.as_ref().map(|(m, _)| m.clone().into_pyarray(py).unbind()),
+            buffer_mean: packet.buffers.map(|(_, a)| a.into_pyarray(py).unbind()),
         }
     }
 }
@@ -541,11 +548,14 @@ fn engine_run(
                 if let Some(cycle) = f.stalled() {
                     return Err(CoreError::InvalidArgument(cycle));
                 }
+                let out = ran?;
+                let most = f.max_occupancy();
                 let stats = PacketStats {
                     hops: f.packet_hops(),
-                    max_buffer: f.max_occupancy().iter().copied().max().unwrap_or(0),
+                    max_buffer: most.iter().copied().max().unwrap_or(0),
+                    buffers: Some((most, f.mean_occupancy(out.time))),
                 };
-                Ok((ran?, None, stats))
+                Ok((out, None, stats))
             }
         }
     })?;

@@ -440,6 +440,10 @@ def cmd_simulate(args) -> int:
     if hot:
         unit = "flows" if task.model == "congestion" else "B"
         print("hottest links: " + ", ".join(f"{n} ({v:.4g} {unit})" for n, v in hot))
+    fullest = sim.fullest_buffers(3)
+    if fullest:
+        print(f"fullest buffers (of {sim.options.packet.buffer_packets} packets): " + ", ".join(
+            f"{n} vc{vc} (mean {mean:.3g}, max {most})" for n, vc, most, mean in fullest))
     for what, path in outputs.items():
         print(f"{what}: {path}")
     return 0

@@ -321,6 +321,9 @@ class Simulation:
     packet_hops, max_buffer_packets : int
         ``packet`` model: link traversals of all packets, and the most
         packets one (link, VC) input buffer ever held (0 for other models).
+    buffer_max, buffer_mean : ndarray or None
+        ``packet`` model: per (link, VC) input buffer (index ``link·vcs +
+        vc``) the most packets it held and its time-averaged occupancy.
     """
 
     time: float
@@ -342,6 +345,18 @@ class Simulation:
     trace: dict | None = field(default=None, repr=False)
     packet_hops: int = 0
     max_buffer_packets: int = 0
+    buffer_max: np.ndarray | None = field(default=None, repr=False)
+    buffer_mean: np.ndarray | None = field(default=None, repr=False)
+
+    def fullest_buffers(self, top: int = 5) -> list[tuple[str, int, int, float]]:
+        """``packet`` model: the ``top`` buffers by mean occupancy, ``("src→dst",
+        vc, most packets held, mean packets)``; empty for other models."""
+        if self.buffer_mean is None:
+            return []
+        vcs = self.options.packet.vcs
+        order = np.argsort(self.buffer_mean, kind="stable")[::-1][:top]
+        return [(self.network.link_name(int(b) // vcs), int(b) % vcs, int(self.buffer_max[b]),
+                 float(self.buffer_mean[b])) for b in order if self.buffer_max[b] > 0]
 
     def hot_links(self, top: int = 5) -> list[tuple[str, float]]:
         """The ``top`` busiest links, ``("src→dst", bytes)``."""
@@ -370,6 +385,9 @@ class Simulation:
                 "seed": self.seed, "sync": self.options.sync, "network": self.network.label,
                 "hot_links": [{"link": n, "load": b} for n, b in self.hot_links()],
                 **({"max_congestion": self.max_congestion} if self.max_congestion is not None else {}),
+                **({"packet_hops": self.packet_hops, "fullest_buffers": [
+                    {"link": n, "vc": vc, "max_packets": most, "mean_packets": mean}
+                    for n, vc, most, mean in self.fullest_buffers()]} if self.buffer_mean is not None else {}),
                 **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
 
 
@@ -535,7 +553,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         background_messages=int(out.bg_messages), events=int(out.events),
         congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
         os_stolen=out.os_stolen_ps / _PS, packet_hops=int(out.packet_hops),
-        max_buffer_packets=int(out.max_buffer_packets), **common)
+        max_buffer_packets=int(out.max_buffer_packets), buffer_max=out.buffer_max, buffer_mean=out.buffer_mean,
+        **common)
     if trace:
         sim.trace = _trace_columns(source, out, *prog.messages())
     return sim

@@ -92,6 +92,10 @@ def test_no_buffer_ever_holds_more_than_its_depth(depth):
     sched = generate("alltoall", "direct", 16, count=16 * 4096, itemsize=1)
     sim = simulate(sched, Platform(network=net), _packet(buffer_packets=depth))
     assert sim.max_buffer_packets == depth
+    # the per-buffer summaries agree with it, and a mean never exceeds its maximum
+    assert int(sim.buffer_max.max()) == depth and (sim.buffer_mean <= sim.buffer_max + 1e-9).all()
+    name, vc, most, mean = sim.fullest_buffers(1)[0]
+    assert "→" in name and 0 <= vc < 2 and most <= depth and 0 < mean <= most
 
 
 @pytest.mark.parametrize("kw, words", [
