@@ -479,6 +479,10 @@ class EngineConfig:
         order on rings, :func:`~topocoll.topology.torus.dimension_classes`)."""
         pk, topo = self.options.packet, network.topology
         pk.check_state(topo.n_links)
+        if network.router.multipath:   # it would silently take the first path of every split route
+            raise SpecError(f"packet model with routing {network.router.name}: a message split over several "
+                            "paths, expected a routing with one path per message (adaptive packet routing is "
+                            "not modelled yet; on tori: dor or shortest)")
         link_dim, dateline = dimension_classes(topo)
         if dateline.any() and pk.vcs < 2:
             raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "

@@ -135,3 +135,10 @@ def test_cli_runs_the_packet_model():
 
     assert main(["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--topology", "kary:2,2",
                  "--model", "packet", "--queues", "voq", "--allocator", "age"]) == 0
+
+
+def test_a_multipath_routing_is_refused_not_cut_to_its_first_path():
+    net = make_network("torus:4x4", 16, routing="adaptive", order="identity")
+    sched = generate("alltoall", "direct", 16, count=16 * 64, itemsize=1)
+    with pytest.raises(SpecError, match="routing adaptive: a message split over several paths"):
+        simulate(sched, Platform(network=net), _packet())
