@@ -667,7 +667,7 @@ pub fn simulate(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::engine::fabric::Links;
     use crate::engine::loggops::{LogGopsNic, Reservation};

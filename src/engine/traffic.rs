@@ -482,22 +482,9 @@ mod tests {
     }
 
     /// A star: endpoint e reaches switch `n` on link e and is reached on
-    /// link n + e; 1 GB/s (1000 B: one slot, 1 µs), 1 ns of latency.
-    struct Star(u32);
-
-    impl Routes for Star {
-        fn route(
-            &mut self,
-            s: u32,
-            d: u32,
-            l: &mut Vec<u32>,
-            w: &mut Vec<f64>,
-        ) -> Result<(), CoreError> {
-            l.extend([s, self.0 + d]);
-            w.extend([1.0, 1.0]);
-            Ok(())
-        }
-    }
+    /// link n + e (the event loop's test crossbar); 1 GB/s (1000 B: one
+    /// slot, 1 µs), 1 ns of latency.
+    use crate::engine::run::tests::Crossbar as Star;
 
     fn star(n: u32) -> PacketFabric {
         let links = Links {
