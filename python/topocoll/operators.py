@@ -56,8 +56,3 @@ def properties_text(commutative: bool, idempotent: bool) -> str:
     """``"commutative, idempotent"``, ``"commutative, not idempotent"``, ..."""
     return f"{'commutative' if commutative else 'not commutative'}, {'idempotent' if idempotent else 'not idempotent'}"
 
-
-def names_with(*, commutative: bool, idempotent: bool) -> list[str]:
-    """The predefined operators that have (at least) these properties."""
-    return [op.name for op in NAMED.values()
-            if (op.commutative or not commutative) and (op.idempotent or not idempotent)]

@@ -1396,7 +1396,7 @@ impl Fabric for PacketFabric {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::routing::fattree::{FatTreeRule, Xgft};
     use crate::routing::graph::{hash3, mix64};
@@ -1439,7 +1439,8 @@ mod tests {
         }
     }
 
-    fn config() -> PacketConfig {
+    /// One VC of 4 packets, 2048 + 64 B packets, no delays: the tests' base.
+    pub(crate) fn config() -> PacketConfig {
         PacketConfig {
             packet_bytes: 2048,
             header_bytes: 64,

@@ -446,7 +446,7 @@ pub fn run_traffic(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
+    use crate::engine::packet::{PacketConfig, PacketFabric};
 
     fn config(pattern: Pattern, n: u32, load: f64) -> TrafficConfig {
         TrafficConfig {
@@ -469,15 +469,7 @@ mod tests {
         PacketConfig {
             packet_bytes: 1000,
             header_bytes: 0,
-            vcs: 1,
-            buffer_packets: 4,
-            router_delay: 0,
-            allocator: Allocator::RoundRobin,
-            queues: Queues::InputQueued,
-            injection_packets: 0,
-            link_dim: vec![],
-            dateline: vec![],
-            eject_handling: 0,
+            ..crate::engine::packet::tests::config()
         }
     }
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 

@@ -14,7 +14,7 @@ MPI's properties (:mod:`topocoll.operators`), a user-defined ``MPI.Op`` its
 ``Is_commutative()`` (and is not idempotent: MPI cannot say so), and a
 callable is neither commutative nor idempotent unless wrapped in
 :class:`Operator` with ``commutative=True`` / ``idempotent=True``.
-:func:`operator_problem` is the one check a plan makes.
+:func:`check_operator` is the one check a plan makes.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SpecError
-from ..operators import MPI_NAMES, MPI_UNSUPPORTED, NAMED, names_with, properties_text
+from ..operators import MPI_NAMES, MPI_UNSUPPORTED, NAMED, properties_text
 from ..schedules.ir import OperatorNeeds
-from ..schedules.registry import catalogue
+from ..schedules.registry import catalogue, operator_allows
 
 
 class Operator:
@@ -38,7 +38,7 @@ class Operator:
         Applied to whole blocks; ``left`` is the lower rank (the front).
     commutative, idempotent : bool
         What the operator is (as ``MPI.Op.Create(func, commute=...)`` says);
-        an algorithm that needs more is refused (:func:`operator_problem`).
+        an algorithm that needs more is refused (:func:`check_operator`).
         Both default to False, the safe side: a wrong ``True`` gives wrong
         results, a wrong ``False`` only fewer algorithms.
     name : str, optional
@@ -215,18 +215,20 @@ def _from_mpi_op(op) -> Operator | None:
     return MpiUserOp(op)
 
 
-def operator_problem(label: str, needs: OperatorNeeds, operator: Operator, alternatives=()) -> str | None:
-    """None if ``operator`` meets ``needs``, else the one line a plan refuses with:
-    which algorithm, what it needs, what the operator is, what would work."""
-    if (operator.commutative or not needs.commutative) and (operator.idempotent or not needs.idempotent):
-        return None
+def _allows(needs: OperatorNeeds, operator: Operator) -> bool:
+    return operator_allows(needs, commutative=operator.commutative, idempotent=operator.idempotent)
+
+
+def refusal(label: str, needs: OperatorNeeds, operator: Operator, alternatives) -> str:
+    """The one line a plan refuses with: which algorithm, what it needs (and
+    which predefined operators have it), what the operator is, what would work."""
     wanted = ("a commutative, idempotent" if needs.idempotent and needs.commutative
               else "an idempotent" if needs.idempotent else "a commutative")
-    fits = names_with(commutative=needs.commutative, idempotent=needs.idempotent)
+    fits = [op.name for op in NAMED.values()
+            if operator_allows(needs, commutative=op.commutative, idempotent=op.idempotent)]
     others = f"; algorithms that work with it: {', '.join(alternatives)}" if alternatives else \
         "; no algorithm of this collective works with it"
-    return (f"{label} needs {wanted} operator ({', '.join(fits)}), {operator.describe()} is not"
-            f"{others}")
+    return f"{label} needs {wanted} operator ({', '.join(fits)}), {operator.describe()} is not{others}"
 
 
 def algorithms_for(collective: str, p: int, operator: Operator) -> list[str]:
@@ -234,19 +236,17 @@ def algorithms_for(collective: str, p: int, operator: Operator) -> list[str]:
     needs (with their default parameters) ``operator`` meets."""
     return sorted(info.name for info in catalogue().values()
                   if info.collective == collective and info.supports(p, info.sweep[0])
-                  and operator_problem("", info.needs, operator) is None)
+                  and _allows(info.needs, operator))
 
 
 def check_operator(schedule, operator: Operator) -> str | None:
-    """:func:`operator_problem` for a generated schedule (its exact needs).
+    """None if ``operator`` meets the schedule's exact needs, else its
+    :func:`refusal`.
 
     A barrier's payload carries no result (only the arrival of its messages
     matters), so any operator will do.
     """
-    needs = schedule.needs
-    if schedule.collective == "barrier":
+    if schedule.collective == "barrier" or _allows(schedule.needs, operator):
         return None
-    if operator_problem("", needs, operator) is None:
-        return None
-    return operator_problem(schedule.label(), needs, operator,
-                            algorithms_for(schedule.collective, schedule.p, operator))
+    return refusal(schedule.label(), schedule.needs, operator,
+                   algorithms_for(schedule.collective, schedule.p, operator))

@@ -283,8 +283,7 @@ def compile_program(schedule: Schedule):
             cat("nbytes", np.uint64), np.concatenate(dep_ptrs).astype(np.uint64), cat("dep_idx", np.uint32),
             np.asarray(round_ptr, dtype=np.uint64))
     except ValueError as e:      # the core's one-line reason (unmatched sends, sizes): named with the schedule
-        label = schedule.label() if hasattr(schedule, "label") else "schedule"
-        raise ScheduleError(f"{label}: {e}") from None
+        raise ScheduleError(f"{schedule.label()}: {e}") from None
 
 
 @dataclass

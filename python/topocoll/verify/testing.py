@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..schedules.ir import Recv, Schedule, Send
 from .reference import defined_inputs, defined_result_block, execute, serial_reference
 
 MODULUS = 2**31 - 1
@@ -121,3 +122,15 @@ def rounds_needed(p: int, n: int) -> int:
     while (n + 1) ** k < p:
         k += 1
     return k
+
+
+def relay(p: int, hops: list[tuple[int, int]], nbytes: int = 1000):
+    """A message of ``nbytes`` handed along ``hops`` (rank a → rank b), each
+    send waiting for the receive before it: one message in flight at a time
+    (the simulator tests' exact-time schedule)."""
+    ops = [[] for _ in range(p)]
+    for step, (a, b) in enumerate(hops):
+        after = (len(ops[a]) - 1,) if ops[a] else ()
+        ops[a].append(Send(b, "data", (0,), 0, step, after))
+        ops[b].append(Recv(a, "data", (0,), (0,), 0, step))
+    return Schedule.from_ops("bcast", ops, count=nbytes, itemsize=1, nblocks=1, root=hops[0][0])

@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 from topocoll.schedules import generate
-from topocoll.schedules.ir import Recv, Schedule, Send
+from topocoll.schedules.ir import Schedule
+from topocoll.verify.testing import relay
 from topocoll.sim import Platform, make_network, model_named
 from topocoll.sim.engine import EngineOptions, simulate
 from topocoll.sim.model import Network
@@ -37,17 +38,6 @@ ALPHA = 0.5 * US          # sender overhead o = α per message
 HOP = 1 * US              # λ: every link's latency (the specs' lat=1us)
 GAMMA_BW = 2e9            # reductions at 2 GB/s: 1000 B take 0.5 µs
 EVENT_MODELS = ("loggops", "flow", "congestion")
-
-
-def _relay(p: int, hops: list[tuple[int, int]], nbytes: int = 1000) -> Schedule:
-    """A message of ``nbytes`` handed along ``hops`` (rank a → rank b), each
-    send waiting for the receive before it: one message in flight at a time."""
-    ops = [[] for _ in range(p)]
-    for step, (a, b) in enumerate(hops):
-        after = (len(ops[a]) - 1,) if ops[a] else ()
-        ops[a].append(Send(b, "data", (0,), 0, step, after))
-        ops[b].append(Recv(a, "data", (0,), (0,), 0, step))
-    return Schedule.from_ops("bcast", ops, count=nbytes, itemsize=1, nblocks=1, root=hops[0][0])
 
 
 def _models_and_syncs(syncs):
@@ -82,7 +72,7 @@ def test_relay_across_a_fat_tree_pays_every_hops_latency(model):
     """
     net = make_network("kary:4,2@bw=1GB/s,lat=1us", 8, routing="d-mod-k", order="identity")
     platform = Platform(alpha=ALPHA, reduce_bandwidth=GAMMA_BW, network=net)
-    sched = _relay(8, [(0, 4), (4, 5)])
+    sched = relay(8, [(0, 4), (4, 5)])
     assert _time(model, sched, platform) == pytest.approx(9 * US, rel=1e-9)
 
 
@@ -94,7 +84,7 @@ def test_relay_trace_times_each_message_by_its_hops(model):
     later, at 9 µs."""
     net = make_network("kary:4,2@bw=1GB/s,lat=1us", 8, routing="d-mod-k", order="identity")
     platform = Platform(alpha=ALPHA, network=net)
-    sim = simulate(_relay(8, [(0, 4), (4, 5)]), platform, model=model, trace=True)
+    sim = simulate(relay(8, [(0, 4), (4, 5)]), platform, model=model, trace=True)
     assert sim.trace["inject"] == pytest.approx(np.array([0.5, 6.0]) * US, rel=1e-9)
     assert sim.trace["arrive"] == pytest.approx(np.array([5.5, 9.0]) * US, rel=1e-9)
 
@@ -144,7 +134,7 @@ def test_torus_relay_through_wrap_links():
     topo = parse_topology("torus:8x8@bw=1GB/s,lat=1us")
     net = Network(make_router(topo, "dor"), np.array([0, 19, 59]), "torus:8x8, ranks on e0, e19, e59")
     platform = Platform(alpha=ALPHA, network=net)
-    sched = _relay(3, [(0, 1), (1, 2)])
+    sched = relay(3, [(0, 1), (1, 2)])
     for model in (*EVENT_MODELS, "static"):
         assert _time(model, sched, platform) == pytest.approx(11 * US, rel=1e-9), model
 

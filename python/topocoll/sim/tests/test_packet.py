@@ -17,21 +17,12 @@ import pytest
 
 from topocoll.errors import SpecError
 from topocoll.schedules import generate
-from topocoll.schedules.ir import Recv, Schedule, Send
+from topocoll.verify.testing import relay
 from topocoll.sim import EngineConfig, EngineOptions, Platform, make_network, simulate
 from topocoll.sim.packet import PacketOptions
 
 US = 1e-6
 ALPHA = 0.5 * US
-
-
-def _relay(p, hops, nbytes):
-    ops = [[] for _ in range(p)]
-    for step, (a, b) in enumerate(hops):
-        after = (len(ops[a]) - 1,) if ops[a] else ()
-        ops[a].append(Send(b, "data", (0,), 0, step, after))
-        ops[b].append(Recv(a, "data", (0,), (0,), 0, step))
-    return Schedule.from_ops("bcast", ops, count=nbytes, itemsize=1, nblocks=1, root=hops[0][0])
 
 
 def _fat_tree():
@@ -51,7 +42,7 @@ def test_one_packet_alone_pays_every_hop_the_routers_and_one_serialisation():
 
         T = (0.5 + 4·1 + 3·0.1 + 1.026) + (0.5 + 2·1 + 1·0.1 + 1.026) = 5.826 + 3.626 = 9.452 µs
     """
-    sim = simulate(_relay(8, [(0, 4), (4, 5)], 1000), _fat_tree(), _packet(), )
+    sim = simulate(relay(8, [(0, 4), (4, 5)], 1000), _fat_tree(), _packet(), )
     assert sim.time == pytest.approx(9.452 * US, rel=1e-9)
     assert sim.packet_hops == 4 + 2
 
@@ -63,7 +54,7 @@ def test_packets_of_one_message_pipeline_one_serialisation_apart():
 
         T = 0.5 + 4.148 + 4.3 + 0.930 = 9.878 µs
     """
-    sim = simulate(_relay(8, [(0, 4)], 5000), _fat_tree(), _packet())
+    sim = simulate(relay(8, [(0, 4)], 5000), _fat_tree(), _packet())
     assert sim.time == pytest.approx(9.878 * US, rel=1e-9)
     assert sim.packet_hops == 3 * 4
 
