@@ -323,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="rank the algorithms of a collective by a model",
                        description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
                                    "link contention on a network (--topology), or by an event-driven "
-                                   "model (--model loggops|flow|congestion).")
+                                   "model (--model loggops|flow|congestion|packet).")
     p.add_argument("collective")
     p.add_argument("-P", "--procs", type=positive_int, required=True, help=f"number of ranks (1..{MAX_P})")
     p.add_argument("--sizes", default="8,64K,4M",
@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of a random node order (default 0); with --topology")
     p.add_argument("--model", choices=tuple(MODELS),
                    help="alpha-beta-gamma (default without --topology), static (default with it), or an "
-                        "event-driven model: loggops, flow, congestion (`topocoll simulate`)")
+                        "event-driven model: loggops, flow, congestion, packet (`topocoll simulate`)")
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 

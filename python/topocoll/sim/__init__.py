@@ -1,9 +1,10 @@
 """Schedules on modelled machines, behind one seam: ``Model.estimate(schedule,
 platform) -> Estimate`` (:mod:`.model`). Models: the α-β-γ model, the static
 round-synchronous contention model (:mod:`.static`), and the event-driven
-``loggops``, ``flow`` and ``congestion`` models on the Rust engine
-(:mod:`.engine`, docs/simulator.md), with network and OS noise
-(:mod:`.noise`) and sweeps (:mod:`.sweep`)."""
+``loggops``, ``flow``, ``congestion`` and ``packet`` (:mod:`.packet`)
+models on the Rust engine (:mod:`.engine`, docs/simulator.md), with network
+and OS noise (:mod:`.noise`), sweeps (:mod:`.sweep`) and synthetic traffic
+(:mod:`.traffic`)."""
 
 from .engine import (
     EVENT_MODELS, EngineConfig, EngineOptions, EventModel, NetworkNoise, OsNoise, Simulation, compile_program, simulate,

@@ -199,7 +199,7 @@ def add_simulate_parser(sub) -> None:
     g.set_defaults(func=cmd_goal)
 
     p = sub.add_parser(
-        "simulate", help="simulate a schedule on a modelled network (loggops, flow, congestion)",
+        "simulate", help="simulate a schedule on a modelled network (loggops, flow, congestion, packet; or synthetic traffic)",
         description="Simulate one collective algorithm (or a GOAL file: `simulate goal FILE`) on a network "
                     "with an event-driven model: time, per-rank completion, achieved bandwidth, hottest "
                     "links; noise ensembles; timelines and bandwidth matrices. -P and --size take lists "

@@ -239,7 +239,7 @@ MODELS = {"alpha-beta-gamma": AlphaBetaGamma, "static": StaticContention,
 
 def model_named(name: str, **options) -> Model:
     """A model by its name: ``alpha-beta-gamma``, ``static``, or one of the
-    event-driven ``loggops``, ``flow``, ``congestion`` (:mod:`.engine`;
+    event-driven ``loggops``, ``flow``, ``congestion``, ``packet`` (:mod:`.engine`;
     ``options`` go to :class:`~.engine.EventModel`)."""
     if name in ("loggops", "flow", "congestion", "packet"):
         from .engine import EventModel   # engine builds on this module
