@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::routing::PyRouter;
+use crate::engine::adaptive::AdaptiveTorus;
 use crate::engine::congestion::{annotate, Fixed};
 use crate::engine::fabric::{Fabric, Links, Ps};
 use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
@@ -201,7 +202,8 @@ impl PyEngineConfig {
         tolerance=0, detour=PyDetour::Quiet, os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
         bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false, packet_bytes=2048, header_bytes=26, vcs=2,
         buffer_packets=8, router_delay=0, allocator=PyAllocator::RoundRobin, queues=PyQueues::InputQueued,
-        injection_packets=0, eject_handling=0, link_dst=None, link_dim=None, dateline=None))]
+        injection_packets=0, eject_handling=0, link_dst=None, link_dim=None, dateline=None,
+        torus_k=None, torus_wrap=None, link_src=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: PyModel,
@@ -242,6 +244,9 @@ impl PyEngineConfig {
         link_dst: Option<PyReadonlyArray1<u32>>,
         link_dim: Option<PyReadonlyArray1<u8>>,
         dateline: Option<PyReadonlyArray1<bool>>,
+        torus_k: Option<Vec<u32>>,
+        torus_wrap: Option<Vec<bool>>,
+        link_src: Option<PyReadonlyArray1<u32>>,
     ) -> PyResult<Self> {
         let per_byte = [
             ("o_per_byte", o_per_byte),
@@ -305,6 +310,22 @@ impl PyEngineConfig {
                         .transpose()?
                         .unwrap_or_default(),
                     eject_handling,
+                    adaptive: match (torus_k, torus_wrap, link_src) {
+                        (None, None, None) => None,
+                        (Some(k), Some(wrap), Some(src)) => Some(AdaptiveTorus::new(
+                            &k,
+                            &wrap,
+                            src.as_slice()?,
+                            &link_dst,
+                        )?),
+                        _ => {
+                            return Err(CoreError::InvalidArgument(
+                                "EngineConfig: adaptive routing needs torus_k, torus_wrap and link_src together"
+                                    .into(),
+                            )
+                            .into())
+                        }
+                    },
                 };
                 ModelConfig::Packet { cfg, link_dst }
             }
@@ -452,7 +473,10 @@ impl PyEngineOutcome {
             congestion: congestion.map(|c| c.into_pyarray(py).unbind()),
             packet_hops: packet.hops,
             max_buffer_packets: packet.max_buffer,
-            buffer_max: packet.buffers.as_ref().map(|(m, _)| m.clone().into_pyarray(py).unbind()),
+            buffer_max: packet
+                .buffers
+                .as_ref()
+                .map(|(m, _)| m.clone().into_pyarray(py).unbind()),
             buffer_mean: packet.buffers.map(|(_, a)| a.into_pyarray(py).unbind()),
         }
     }

@@ -15,6 +15,7 @@
 //! `(time, sequence)`; there is no global state, so simulations run
 //! side by side (the sweep runs them on threads).
 
+pub mod adaptive;
 pub mod congestion;
 pub mod fabric;
 pub mod flow;

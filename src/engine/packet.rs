@@ -165,6 +165,7 @@
 
 use std::collections::BinaryHeap;
 
+use super::adaptive::AdaptiveTorus;
 #[cfg(doc)]
 use super::fabric::TimeQueue;
 use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
@@ -220,9 +221,14 @@ pub struct PacketConfig {
     /// Time the destination NIC takes per packet, ps (0 = consumed at link
     /// rate, as its tail arrives).
     pub eject_handling: Ps,
+    /// Minimal adaptive routing on this torus (VC 0 the escape channel,
+    /// the others dynamic); `None`: every packet follows its message's route.
+    pub adaptive: Option<AdaptiveTorus>,
 }
 
 const NONE: u32 = u32::MAX;
+/// `Req::vc` of an adaptive request: whichever dynamic VC has most credits.
+const ANY_DYNAMIC: u8 = u8::MAX;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -259,12 +265,15 @@ struct Packet {
     queue: u32,
     /// Successor in its buffer's FIFO.
     next: u32,
-    /// The link it waits for (valid once ready).
+    /// The link it waits for (valid once ready; adaptive: its dynamic
+    /// choice).
     next_link: u32,
-    /// Its route: `routes[route..route + route_len]`.
+    /// Its route: `routes[route..route + route_len]` (adaptive: `route` is
+    /// the destination node, `route_len` unused).
     route: u32,
     route_len: u32,
-    /// Index of `next_link` in the route.
+    /// Index of `next_link` in the route (adaptive: the escape link it also
+    /// requests).
     hop: u32,
     /// Bytes on the wire.
     wire: u32,
@@ -275,7 +284,8 @@ struct Packet {
     spread: u8,
     /// VC on `next_link`.
     vc: u8,
-    /// Dimension and VC class of the last link taken (tori).
+    /// Dimension and VC class of the last link taken (tori; adaptive: the
+    /// last link's direction `2d + s` and whether it was on the escape VC).
     dim: u8,
     class: u8,
 }
@@ -303,6 +313,8 @@ struct Req {
     queue: u32,
     port: u32,
     vc: u8,
+    /// Credits the grant needs (2 to enter a ring's escape channel: the bubble).
+    need: u8,
     birth: Ps,
     seq: u64,
 }
@@ -319,6 +331,9 @@ struct Buffer {
     tail: u32,
     /// Allocation stamp (`VirtualOutput`: a request of this buffer was seen).
     seen: u32,
+    /// The packet whose request was seen (an adaptive packet requests one
+    /// output twice when its escape and dynamic links coincide).
+    seen_pkt: u32,
     /// ∫ occupancy dt up to `since`, packet·ps.
     area: f64,
     since: Ps,
@@ -606,6 +621,8 @@ pub struct PacketFabric {
     live_route: usize,
 
     eject_free: Vec<Ps>,
+    /// Productive links of the packet being routed (adaptive; reused).
+    scratch: Vec<u32>,
     events: EventQueue<Event>,
     clock: Ps,
 
@@ -687,6 +704,32 @@ impl PacketFabric {
                 ));
             }
         }
+        if let Some(a) = &cfg.adaptive {
+            if a.n_links() != n {
+                return bad(format!(
+                    "adaptive routing over {} links, expected the network's {n}",
+                    a.n_links()
+                ));
+            }
+            if any_dateline {
+                return bad(
+                    "adaptive routing with datelines, expected one escape scheme (the bubble)"
+                        .into(),
+                );
+            }
+            if cfg.vcs < 2 {
+                return bad(format!(
+                    "vcs={} with adaptive routing, expected at least 2 (VC 0 the escape channel, the others dynamic)",
+                    cfg.vcs
+                ));
+            }
+            if a.has_rings() && cfg.buffer_packets < 2 {
+                return bad(format!(
+                    "buffer_packets={} with adaptive routing on a torus, expected at least 2 (the escape channel's bubble)",
+                    cfg.buffer_packets
+                ));
+            }
+        }
         if let Some(l) =
             (0..n).find(|&l| !(links.bandwidth[l].is_finite() && links.bandwidth[l] > 0.0))
         {
@@ -757,6 +800,7 @@ impl PacketFabric {
             head: NONE,
             tail: NONE,
             seen: 0,
+            seen_pkt: NONE,
             area: 0.0,
             since: 0,
         };
@@ -784,6 +828,7 @@ impl PacketFabric {
             routes: Vec::new(),
             live_route: 0,
             eject_free: vec![0; n_nodes],
+            scratch: Vec::new(),
             events,
             clock: 0,
             link_bytes: vec![0.0; n],
@@ -871,7 +916,12 @@ impl PacketFabric {
             for r in &link.req {
                 let q = r.queue as usize;
                 if target[q] == NONE {
-                    target[q] = (o * self.vcs + r.vc as usize) as u32;
+                    let vc = if r.vc == ANY_DYNAMIC {
+                        1
+                    } else {
+                        r.vc as usize
+                    };
+                    target[q] = (o * self.vcs + vc) as u32;
                 }
             }
         }
@@ -984,6 +1034,9 @@ impl PacketFabric {
     /// Make packet `p` a request of the link it waits for.
     #[inline]
     fn request(&mut self, p: u32) {
+        if self.cfg.adaptive.is_some() {
+            return self.request_adaptive(p);
+        }
         let pk = &self.packets[p as usize];
         let o = pk.next_link;
         let r = Req {
@@ -991,11 +1044,68 @@ impl PacketFabric {
             queue: pk.queue,
             port: pk.port,
             vc: pk.vc,
+            need: 1,
             birth: pk.birth,
             seq: pk.seq,
         };
         self.links[o as usize].req.push(r);
         self.mark_dirty(o);
+    }
+
+    /// Adaptive: make packet `p` two requests, its productive link with the
+    /// most free dynamic-VC credits (JSQ; ties rotate by packet) on any
+    /// dynamic VC, and its dimension-order link on the escape VC 0, needing
+    /// two credits when it enters a ring's escape channel (the bubble). The
+    /// first granted wins; the other is withdrawn.
+    fn request_adaptive(&mut self, p: u32) {
+        let a = self.cfg.adaptive.as_ref().expect("adaptive");
+        let pk = self.packets[p as usize];
+        let at = if pk.port as usize >= self.n_links {
+            a.src(pk.port - self.n_links as u32)
+        } else {
+            self.links[pk.port as usize].dst
+        };
+        let dst = pk.route;
+        let mut cands = std::mem::take(&mut self.scratch);
+        cands.clear();
+        a.productive(at, dst, &mut cands);
+        let esc = a.escape(at, dst);
+        debug_assert!(
+            !cands.is_empty() && esc != NONE,
+            "a packet at its destination"
+        );
+        let start = (pk.seq % cands.len() as u64) as usize;
+        let (mut dynamic, mut most) = (cands[start], 0);
+        for i in 0..cands.len() {
+            let o = cands[(start + i) % cands.len()];
+            let base = o as usize * self.vcs;
+            let free = (1..self.vcs)
+                .map(|v| self.buffers[base + v].credits)
+                .max()
+                .unwrap_or(0);
+            if free > most {
+                (dynamic, most) = (o, free);
+            }
+        }
+        let stay = pk.class == 1 && pk.dim == a.dir(esc);
+        let need = if a.bubble(esc) && !stay { 2 } else { 1 };
+        self.scratch = cands;
+        let pkm = &mut self.packets[p as usize];
+        pkm.next_link = dynamic;
+        pkm.hop = esc;
+        for (o, vc, need) in [(dynamic, ANY_DYNAMIC, 1), (esc, 0, need)] {
+            let r = Req {
+                pkt: p,
+                queue: pk.queue,
+                port: pk.port,
+                vc,
+                need,
+                birth: pk.birth,
+                seq: pk.seq,
+            };
+            self.links[o as usize].req.push(r);
+            self.mark_dirty(o);
+        }
     }
 
     /// Append ready packet `p` to its buffer; make it a request if it may ask.
@@ -1102,10 +1212,11 @@ impl PacketFabric {
         for (i, r) in self.links[o].req.iter().enumerate() {
             if voq {
                 let b = &mut self.buffers[r.queue as usize];
-                if b.seen == stamp {
+                if b.seen == stamp && b.seen_pkt != r.pkt {
                     continue; // not the head of its (buffer, output) FIFO
                 }
                 b.seen = stamp;
+                b.seen_pkt = r.pkt;
             }
             let port = &mut self.ports[r.port as usize];
             if port.busy {
@@ -1114,7 +1225,12 @@ impl PacketFabric {
                 }
                 continue;
             }
-            if self.buffers[base + r.vc as usize].credits == 0 {
+            let ok = if r.vc == ANY_DYNAMIC {
+                (1..self.vcs).any(|v| self.buffers[base + v].credits > 0)
+            } else {
+                self.buffers[base + r.vc as usize].credits >= r.need as u32
+            };
+            if !ok {
                 continue;
             }
             let key = if age {
@@ -1152,7 +1268,32 @@ impl PacketFabric {
             }
         }
         self.ports[r.port as usize].busy = true;
-        let b = o * self.vcs + r.vc as usize;
+        let mut vc = r.vc as usize;
+        if self.cfg.adaptive.is_some() {
+            if r.vc == ANY_DYNAMIC {
+                let base = o * self.vcs;
+                vc = (1..self.vcs)
+                    .max_by_key(|&v| (self.buffers[base + v].credits, std::cmp::Reverse(v)))
+                    .expect("a dynamic VC");
+            }
+            // Withdraw the packet's other request.
+            let other = if r.vc == ANY_DYNAMIC {
+                pk.hop
+            } else {
+                pk.next_link
+            } as usize;
+            let req = &mut self.links[other].req;
+            let i = req
+                .iter()
+                .position(|x| x.pkt == r.pkt)
+                .expect("the other request");
+            if self.cfg.queues == Queues::VirtualOutput {
+                req.remove(i);
+            } else {
+                req.swap_remove(i);
+            }
+        }
+        let b = o * self.vcs + vc;
         self.buffers[b].credits -= 1;
         self.occ_change(b, t, true);
         let link = &mut self.links[o];
@@ -1176,10 +1317,22 @@ impl PacketFabric {
                 port: r.port,
             },
         );
-        let hop = pk.hop + 1;
         let pkm = &mut self.packets[p];
         pkm.queue = b as u32;
         pkm.port = o as u32;
+        if let Some(a) = &self.cfg.adaptive {
+            pkm.dim = a.dir(o as u32);
+            pkm.class = u8::from(vc == 0);
+            if self.links[o].dst == pk.route {
+                self.events.push(e + lat, Event::Eject(p as u32));
+            } else {
+                let rd = self.cfg.router_delay;
+                pkm.tail_at = e + lat + rd;
+                self.events.push(t + lat + rd, Event::Ready(p as u32));
+            }
+            return;
+        }
+        let hop = pk.hop + 1;
         pkm.hop = hop;
         if hop == pk.route_len {
             self.events.push(e + lat, Event::Eject(p as u32));
@@ -1323,8 +1476,11 @@ impl Fabric for PacketFabric {
             self.events.push(now, Event::SelfArrive(msg.id));
             return;
         }
-        // Multipath: the whole message on its first path.
-        let len = if msg.weights.iter().all(|&w| w == 1.0) {
+        // Multipath: the whole message on its first path; adaptive: no
+        // route, the packets find their way (`route` is the destination).
+        let len = if self.cfg.adaptive.is_some() {
+            0
+        } else if msg.weights.iter().all(|&w| w == 1.0) {
             msg.links.len()
         } else {
             msg.links
@@ -1343,7 +1499,11 @@ impl Fabric for PacketFabric {
         let n_packets = msg.bytes.div_ceil(self.cfg.packet_bytes).max(1);
         let record = Msg {
             id: msg.id,
-            route: route as u32,
+            route: if self.cfg.adaptive.is_some() {
+                msg.dst
+            } else {
+                route as u32
+            },
             route_len: len as u32,
             bytes: msg.bytes,
             n_packets,
@@ -1359,7 +1519,13 @@ impl Fabric for PacketFabric {
             self.msgs.push(record);
             (self.msgs.len() - 1) as u32
         };
-        let l = msg.links[0] as usize;
+        // The injection FIFO of its first link (adaptive: of its
+        // dimension-order first link; a multipath route's links are not in
+        // path order).
+        let l = match &self.cfg.adaptive {
+            Some(a) => a.escape(msg.src, msg.dst) as usize,
+            None => msg.links[0] as usize,
+        };
         if self.pend_tail[l] == NONE {
             self.pend_head[l] = m;
         } else {
@@ -1453,6 +1619,7 @@ pub(crate) mod tests {
             link_dim: vec![],
             dateline: vec![],
             eject_handling: 0,
+            adaptive: None,
         }
     }
 
@@ -2134,6 +2301,152 @@ pub(crate) mod tests {
             assert_eq!(f.packet_hops(), hops as u64);
             assert_within_depth(&f);
         }
+    }
+
+    /// The adaptive geometry of `torus_net`'s torus.
+    fn adaptive_cfg(t: &Torus, vcs: u8, depth: u32) -> PacketConfig {
+        let (src, dst) = t.links();
+        let k: Vec<u32> = t.k.iter().map(|&x| x as u32).collect();
+        PacketConfig {
+            packet_bytes: 256,
+            header_bytes: 32,
+            vcs,
+            buffer_packets: depth,
+            router_delay: 10_000,
+            adaptive: Some(AdaptiveTorus::new(&k, &t.wrap, &src, &dst).unwrap()),
+            ..config()
+        }
+    }
+
+    /// Minimal hops between two torus nodes, from their coordinates.
+    fn torus_distance(k: &[u64], a: u64, b: u64) -> u64 {
+        let mut s = 1;
+        let mut h = 0;
+        for &kd in k {
+            let diff = (a / s % kd).abs_diff(b / s % kd);
+            h += diff.min(kd - diff);
+            s *= kd;
+        }
+        h
+    }
+
+    #[test]
+    fn adaptive_routing_completes_heavy_uniform_traffic_on_minimal_routes() {
+        // 4×4 and 8-ring tori, one dynamic VC beside the escape VC, depth 2
+        // (the least the bubble allows), every node sending at once: no
+        // deadlock, every message arrives, every packet took a minimal
+        // route (packet-hops = Σ packets × distance), no buffer overflows.
+        for (k, per_node) in [(vec![4u64, 4], 40u32), (vec![8u64], 60)] {
+            let (t, net, _, _) = torus_net(&k);
+            let n = t.n_nodes() as u32;
+            let mut sends = uniform_torus_sends(&t, n, per_node, 3 * 256, 7);
+            for s in &mut sends {
+                s.t = 0; // all at once: the buffers fill
+                s.route.reverse(); // a multipath route's links come in no path order
+            }
+            for queues in [Queues::InputQueued, Queues::VirtualOutput] {
+                for vcs in [2u8, 3] {
+                    let mut f = net.fabric(PacketConfig {
+                        queues,
+                        ..adaptive_cfg(&t, vcs, 2)
+                    });
+                    let out = drive(&mut f, &sends);
+                    assert_eq!(
+                        out.len(),
+                        sends.len(),
+                        "{k:?} {queues:?} {vcs}: {:?}",
+                        f.stalled()
+                    );
+                    let hops: u64 = sends
+                        .iter()
+                        .map(|s| 3 * torus_distance(&k, s.src as u64, s.dst as u64))
+                        .sum();
+                    assert_eq!(f.packet_hops(), hops, "{k:?} {queues:?} {vcs}");
+                    let bytes: f64 = f.link_bytes().iter().sum();
+                    assert_eq!(bytes, (hops * (256 + 32)) as f64);
+                    assert_within_depth(&f);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adaptive_routing_goes_around_a_busy_link() {
+        // 4×4 torus: 0 → 10 (two hops in X, two in Y) shares link 1 → 2
+        // with a long message 1 → 2 under dimension order; adaptively, at
+        // node 1 its packets take Y+ when X+ has no free dynamic credit, so
+        // both messages finish sooner. The lone-message times are equal.
+        let (t, net, dims, date) = torus_net(&[4, 4]);
+        let route = |s: u64, d: u64| {
+            let mut r = vec![];
+            t.dor_into(&[0, 1], Tie::Positive, s, d, &mut r);
+            r
+        };
+        let sends = vec![
+            Send {
+                t: 0,
+                id: 0,
+                src: 0,
+                dst: 10,
+                bytes: 64 * 256,
+                route: route(0, 10),
+            },
+            Send {
+                t: 0,
+                id: 1,
+                src: 1,
+                dst: 2,
+                bytes: 64 * 256,
+                route: route(1, 2),
+            },
+        ];
+        let dor = PacketConfig {
+            vcs: 2,
+            link_dim: dims,
+            dateline: date,
+            ..adaptive_cfg(&t, 2, 4)
+        };
+        let dor = PacketConfig {
+            adaptive: None,
+            ..dor
+        };
+        let end = |cfg: PacketConfig, sends: &[Send]| {
+            let mut f = net.fabric(cfg);
+            drive(&mut f, sends).iter().map(|a| a.0).max().unwrap()
+        };
+        assert_eq!(
+            end(dor.clone(), &sends[..1]),
+            end(adaptive_cfg(&t, 2, 4), &sends[..1])
+        );
+        let (d, a) = (end(dor, &sends), end(adaptive_cfg(&t, 2, 4), &sends));
+        assert!(a < d, "adaptive {a} ps, dimension order {d} ps");
+    }
+
+    #[test]
+    fn adaptive_routing_refuses_what_would_deadlock() {
+        let (t, net, dims, date) = torus_net(&[4, 4]);
+        let bad = |cfg: PacketConfig| {
+            PacketFabric::new(
+                Links {
+                    bandwidth: net.bw.clone(),
+                    latency: net.lat.clone(),
+                },
+                net.dst.clone(),
+                net.n_endpoints,
+                cfg,
+            )
+            .err()
+            .expect("refused")
+            .to_string()
+        };
+        assert!(bad(adaptive_cfg(&t, 1, 2)).contains("vcs=1 with adaptive routing"));
+        assert!(bad(adaptive_cfg(&t, 2, 1)).contains("buffer_packets=1 with adaptive routing"));
+        let both = PacketConfig {
+            link_dim: dims,
+            dateline: date,
+            ..adaptive_cfg(&t, 2, 2)
+        };
+        assert!(bad(both).contains("adaptive routing with datelines"));
     }
 
     fn fat_tree_sends(x: &Xgft, per_node: u32, seed: u64) -> Vec<Send> {

@@ -478,19 +478,38 @@ class EngineConfig:
         order on rings, :func:`~topocoll.topology.torus.dimension_classes`)."""
         pk, topo = self.options.packet, network.topology
         pk.check_state(topo.n_links)
+        common = dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
+                      buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
+                      allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
+                      injection_packets=pk.injection_packets,
+                      link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32))
+        if network.router.name == "adaptive" and topo.family == "torus":
+            return dict(common, **_adaptive_torus(topo, pk))
         if network.router.multipath:   # it would silently take the first path of every split route
             raise SpecError(f"packet model with routing {network.router.name}: a message split over several "
-                            "paths, expected a routing with one path per message (adaptive packet routing is "
-                            "not modelled yet; on tori: dor or shortest)")
+                            "paths, expected a routing with one path per message (on tori: dor, shortest, or "
+                            "adaptive, which the packet model routes packet by packet)")
         link_dim, dateline = dimension_classes(topo)
         if dateline.any() and pk.vcs < 2:
             raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "
                             "dateline's second virtual channel keeps dimension-order routing deadlock free)")
-        return dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
-                    buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
-                    allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
-                    injection_packets=pk.injection_packets, link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32),
-                    link_dim=link_dim, dateline=dateline)
+        return dict(common, link_dim=link_dim, dateline=dateline)
+
+
+def _adaptive_torus(topo, pk) -> dict:
+    """Minimal adaptive routing packet by packet on a torus or mesh (Blue
+    Gene/L's, all-to-all paper §3.1): JSQ over the dynamic VCs 1..vcs−1 and a
+    dimension-order escape VC 0 with bubble flow control
+    (``src/engine/adaptive.rs``; docs/simulator.md, "Adaptive routing")."""
+    rings = any(w and k > 2 for k, w in zip(topo.params["k"], topo.params["wrap"]))
+    if pk.vcs < 2:
+        raise SpecError(f"packet model with adaptive routing on {topo.spec}: vcs={pk.vcs}, expected at least 2 "
+                        "(VC 0 is the dimension-order escape channel, the others are dynamic)")
+    if rings and pk.buffer_packets < 2:
+        raise SpecError(f"packet model with adaptive routing on {topo.spec}: buffer_packets={pk.buffer_packets}, "
+                        "expected at least 2 (the escape channel's bubble keeps one packet slot free in every ring)")
+    return dict(torus_k=[int(k) for k in topo.params["k"]], torus_wrap=[bool(w) for w in topo.params["wrap"]],
+                link_src=np.ascontiguousarray(topo.src, dtype=np.uint32))
 
 
 def simulate(source, platform: Platform = Platform(), config: EngineConfig | None = None, *,

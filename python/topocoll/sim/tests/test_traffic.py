@@ -84,6 +84,9 @@ def test_uniform_torus_stays_under_the_bisection_bound():
     low, high = traffic("uniform", [0.1, 1.0], "torus:8x8", warmup=300, measure=2000, seed=4)
     assert high.accepted <= bound and high.saturated
     assert high.accepted > 0.3   # and the network does carry traffic
+    # minimal adaptive routing (JSQ, bubble escape VC) moves the same packets over the same channel counts
+    adaptive = traffic("uniform", [1.0], "torus:8x8", routing="adaptive", warmup=300, measure=2000, seed=4)[0]
+    assert adaptive.accepted <= bound and adaptive.saturated and adaptive.accepted > 0.3
     # low load: everything offered is accepted (64 × 2000 × 0.1 = 12,800 packets: ±0.9 % is one σ)
     assert abs(low.created - 0.1) < 0.004 and abs(low.accepted - low.created) < 0.02 * low.created
     assert not low.saturated and low.delivered == low.measured
