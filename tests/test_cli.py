@@ -20,6 +20,43 @@ def test_help_lists_every_verb():
         assert verb in out
 
 
+def test_help_imports_only_the_parser():
+    """`topocoll --help` (start-up): no plotting, MPI, NumPy or engine import; verbs import what they
+    use when they run."""
+    code = ("import contextlib, io, sys\n"
+            "from topocoll.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['--help']) == 0\n"
+            "heavy = ('matplotlib', 'mpi4py', 'scipy', 'networkx', 'hypothesis', 'numpy', 'topocoll._core',\n"
+            "         'topocoll.mpi', 'topocoll.viz', 'topocoll.tune', 'topocoll.sim')\n"
+            "print(' '.join(m for m in heavy if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"imported by --help: {proc.stdout.strip()}"
+
+
+def test_listed_verbs_match_their_modules():
+    """cli.EXTENSIONS lists each area's verbs (filled in on first use) with the help line its
+    add_*_parser gives them."""
+    import argparse
+    import importlib
+
+    from topocoll.cli import EXTENSIONS
+
+    class Recorder:
+        def __init__(self):
+            self.sub, self.lines = argparse.ArgumentParser().add_subparsers(), {}
+
+        def add_parser(self, name, **kwargs):
+            self.lines[name] = kwargs.get("help")
+            return self.sub.add_parser(name, **kwargs)
+
+    for module, register, verbs in EXTENSIONS:
+        recorder = Recorder()
+        getattr(importlib.import_module(module), register)(recorder)
+        assert recorder.lines == verbs, module
+
+
 def test_algorithms_table(capsys):
     assert main(["algorithms", "allreduce"]) == 0
     out = capsys.readouterr().out

@@ -110,3 +110,16 @@ def test_rail_reaches_the_node_order_of_simulate_and_compare(capsys):
     assert code == 2 and "host 'node03' has 1 adapter (rail 0 only)" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--rail", "1")
     assert code == 2 and "--rail given without --topology" in err
+
+
+def test_lockstep_path_passes_the_per_rank_view_limit(capsys):
+    """Shift all-to-all on P=2100 (4,407,900 messages, over the 2^22 limit of a
+    per-rank view): the congestion model's lockstep path builds no view and
+    runs; with sync=deps or a timeline it would build the op program: refused."""
+    argv = ["simulate", "alltoall", "shift", "-P", "2100", "--size", "4K", "--model", "congestion"]
+    code, out, err = run(capsys, *argv, "--sync", "rounds")
+    assert code == 0, err
+    assert "4407900 messages" in out
+    for extra in ([], ["--sync", "rounds", "--trace", "/nonexistent/t.json"]):
+        code, out, err = run(capsys, *argv, *extra)
+        assert code == 2 and "expected at most 4194304 for a per-rank view" in err, err

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import SpecError
-from .schedules.sizes import MAX_BYTES
 
 __all__ = ["bounded_int", "finite_float", "parse_params", "parse_size", "parse_sizes", "parse_value", "positive_int",
            "seed", "writable_file"]
@@ -93,6 +92,7 @@ def parse_size(text: str) -> int:
     >>> parse_size("64K"), parse_size("1.5K"), parse_size("1e3")
     (65536, 1536, 1000)
     """
+    from .schedules.sizes import MAX_BYTES     # here: the CLI parses before it needs NumPy
     m = _SIZE.fullmatch(str(text).strip())
     unit = m.group(2).upper() if m else None
     if not m or unit not in _UNITS:

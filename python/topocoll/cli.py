@@ -6,31 +6,24 @@ Verbs: ``algorithms`` (the catalogue), ``verify`` (symbolic proof), ``show``
 plus the verbs other areas register (``topo``, ``composite``, ...). Bad input
 prints one line ``topocoll: error: ...`` and exits 2; a failed verification
 exits 1.
+
+Start-up: a verb's arguments are added when that verb is parsed or prints its
+help (:meth:`_Parser.fill_with`), and each verb imports what it uses when it
+runs, so ``topocoll --help`` imports neither NumPy nor the engine, and one
+verb none of the others' modules.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
-import tomllib
-from pathlib import Path
 from typing import Sequence
 
 from .argtypes import bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
 from .errors import SpecError, TopocollError, VerificationError
 from .text import human_bytes as _bytes
 from .text import table as _table
-from .schedules import report
-from .schedules.registry import MAX_P, catalogue, check_collective, lookup, needs_text
-from .schedules.sizes import CONVENTION
-from .sim import MODELS, AlphaBetaGamma, Platform, StaticContention, make_network, model_named
-from .sim.cli import add_engine_arguments, check_model_options, engine_options, platform_values
-from .tune import rank
-from .verify import verify, verify_report
-from .verify.symbolic import format_seq
-from .verify.uniform import same_result
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
 #: Ctrl-C: 128 + SIGINT, as a shell reports a process SIGINT ended
@@ -55,7 +48,32 @@ class _ParserExit(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse with the project's one-line error format and exit code 2;
     ``--help`` and ``--version`` return from :func:`main` instead of exiting
-    the interpreter (so in-process calls get a status, as for errors)."""
+    the interpreter (so in-process calls get a status, as for errors). A
+    verb's parser may get its arguments on first use (:meth:`fill_with`)."""
+
+    _fill = None
+
+    def fill_with(self, fill) -> None:
+        """Add this parser's arguments with ``fill(parser)`` when it first
+        parses or formats its help (its imports wait until then)."""
+        self._fill = fill
+
+    def _filled(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self._filled()
+        return super().format_usage()
+
+    def format_help(self):
+        self._filled()
+        return super().format_help()
 
     def error(self, message):
         raise SpecError(message.replace("\n", " "))
@@ -66,9 +84,21 @@ class _Parser(argparse.ArgumentParser):
         raise _ParserExit(status)
 
 
+class _Version(argparse._VersionAction):
+    """``--version``, reading the version only when asked (importing
+    ``importlib.metadata`` costs more than the rest of ``--help``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"topocoll {version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def version() -> str:
     """topocoll's version: the installed package's metadata, else (a source
     tree not installed) ``pyproject.toml``'s ``[project] version``."""
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
     try:
         return importlib.metadata.version("topocoll")
     except importlib.metadata.PackageNotFoundError:
@@ -82,6 +112,8 @@ def version() -> str:
 # ---- verbs -----------------------------------------------------------------
 
 def cmd_algorithms(args) -> int:
+    from .schedules.registry import catalogue, check_collective, needs_text
+    from .verify.uniform import same_result
     if args.collective is not None:
         check_collective(args.collective)
     rows = [("collective", "algorithm", "parameters", "rounds", "P", "operator", "same result on every rank",
@@ -99,12 +131,15 @@ def cmd_algorithms(args) -> int:
 
 def _schedule(args):
     """The schedule named on the command line, small enough for a per-rank view."""
+    from .schedules.registry import lookup
     info, params = lookup(args.collective, args.algorithm), parse_params(args.param)
     info.check_size(args.procs, params)
     return info.generate(args.procs, **params)
 
 
 def cmd_verify(args) -> int:
+    from .schedules.registry import catalogue
+    from .verify import verify, verify_report
     if args.all:
         if args.collective or args.algorithm or args.procs or args.param:
             raise SpecError("verify --all takes no COLLECTIVE, ALGORITHM, -P or --param, expected "
@@ -140,6 +175,9 @@ def cmd_verify(args) -> int:
 
 def _print_show(sched, op) -> int:
     """Print a schedule round by round with every rank's partial results."""
+    from .schedules import report
+    from .verify import verify
+    from .verify.symbolic import format_seq
     rep = report(sched)
     print(f"{sched.label()}: {rep.rounds} rounds, {rep.messages} messages, "
           f"every rank active in every round: {'yes' if rep.all_ranks_active_every_round else 'no'}")
@@ -181,6 +219,8 @@ def cmd_show(args) -> int:
 
 def _platform(args) -> tuple:
     """(model, platform) from compare's options."""
+    from .sim import Platform, make_network, model_named
+    from .sim.cli import check_model_options, engine_options, platform_values
     network_only = [opt for opt, value in (("--routing", args.routing), ("--order", args.order),
                                            ("--rail", args.rail),
                                            ("--seed", args.seed)) if value is not None]
@@ -211,6 +251,8 @@ def _platform(args) -> tuple:
 
 
 def _print_ranking(collective, p, rows, model, platform) -> None:
+    from .schedules.sizes import CONVENTION
+    from .sim import AlphaBetaGamma, StaticContention
     print(f"{collective} on P={p}, {model.name} model: {platform.describe()}")
     static = isinstance(model, StaticContention)
     links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
@@ -236,6 +278,8 @@ def _print_ranking(collective, p, rows, model, platform) -> None:
 
 
 def cmd_compare(args) -> int:
+    from .schedules.registry import check_collective
+    from .tune import rank
     check_collective(args.collective)
     sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
@@ -246,6 +290,11 @@ def cmd_compare(args) -> int:
 
 def cmd_demo(args) -> int:
     """The main job on an embedded default: which allreduce is fastest, and why."""
+    from .schedules import report
+    from .schedules.registry import catalogue, lookup
+    from .sim import AlphaBetaGamma, Platform, StaticContention, make_network
+    from .tune import rank
+    from .verify import verify
     p = args.procs
     print(f"topocoll demo: allreduce on P={p} ranks\n")
     print("1. every allreduce algorithm, verified symbolically (sum, and rank order where claimed):")
@@ -281,49 +330,94 @@ def cmd_demo(args) -> int:
 
 # ---- helpers ---------------------------------------------------------------
 
+#: verbs other areas own, by module: (module, its function registering them on
+#: the subparsers, {verb: the one line ``topocoll --help`` shows}). The module is
+#: imported only when one of its verbs parses or prints its help; its
+#: ``add_*_parser`` then gets the listed parsers (tests check the lines match).
+EXTENSIONS = (
+    ("topocoll.topology.cli", "add_topo_parser",
+     {"topo": "a network's counts, diameter, bisection and effective bisection bandwidth, link loads"}),
+    ("topocoll.sim.cli", "add_simulate_parser",
+     {"goal": "write a schedule in LogGOPSim's GOAL text format",
+      "simulate": "simulate a schedule on a modelled network (loggops, flow, congestion, packet; or synthetic "
+                  "traffic)"}),
+    ("topocoll.composite", "add_composite_parser",
+     {"composite": "composite test images with a compositing schedule and check the picture"}),
+    ("topocoll.mpi.bench_cli", "add_bench_parser",
+     {"bench": "time topocoll's algorithms beside the MPI library's collective (under mpiexec)"}),
+    ("topocoll.mpi.calibrate", "add_calibrate_parser",
+     {"calibrate": "measure α, β, γ and LogGP parameters with MPI and write a machine profile"}),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="topocoll", description=(
         "Collective communication algorithms as explicit schedules: verified symbolically, "
         "simulated on modelled networks, executed over MPI."))
-    parser.add_argument("--version", action="version", version=f"topocoll {version()}",
-                        help="print topocoll's version and exit")
+    parser.add_argument("--version", action=_Version, help="print topocoll's version and exit")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
 
-    p = sub.add_parser("algorithms", help="list every algorithm with its rounds, P, operators, cost and paper",
-                       description="List the catalogue of collective algorithms.")
+    sub.add_parser("algorithms", help="list every algorithm with its rounds, P, operators, cost and paper",
+                   description="List the catalogue of collective algorithms.").fill_with(_algorithms_arguments)
+    sub.add_parser("verify", help="prove a schedule correct (exit 1 with a diagnosis if not)",
+                   description="Symbolically verify one schedule, or every algorithm for P = 1..N."
+                   ).fill_with(_verify_arguments)
+    sub.add_parser("show", help="print a schedule round by round with each rank's partial results",
+                   description="Show who sends what to whom in each round and what each rank holds."
+                   ).fill_with(_show_arguments)
+    sub.add_parser("compare", help="rank the algorithms of a collective by a model",
+                   description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
+                               "link contention on a network (--topology), or by an event-driven "
+                               "model (--model loggops|flow|congestion|packet).").fill_with(_compare_arguments)
+    sub.add_parser("demo", help="the main job on an embedded default (allreduce on 24 ranks)",
+                   description="Verify, rank and show the allreduce algorithms on an embedded default."
+                   ).fill_with(_demo_arguments)
+
+    for module, register, verbs in EXTENSIONS:
+        parsers = {verb: sub.add_parser(verb, help=line) for verb, line in verbs.items()}
+        fill = _extension_fill(module, register, parsers)
+        for verb_parser in parsers.values():
+            verb_parser.fill_with(fill)
+    return parser
+
+
+def _algorithms_arguments(p) -> None:
     p.add_argument("collective", nargs="?", help="only this collective (allreduce, bcast, ...)")
     p.set_defaults(func=cmd_algorithms)
 
-    def schedule_args(p, required=True):
-        p.add_argument("collective", nargs=None if required else "?",
-                       help="allreduce, reduce, bcast, barrier, reduce_scatter, allgather, alltoall, ...")
-        p.add_argument("algorithm", nargs=None if required else "?", help="as listed by `topocoll algorithms`")
-        p.add_argument("-P", "--procs", type=positive_int, required=required,
-                       help=f"number of ranks (1..{MAX_P})")
-        p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                       help="generator parameter, repeatable (e.g. n=2, root=3, k=4,3, shape=3x2, shape=6x); "
-                            "count=ELEMENTS and itemsize=BYTES set the vector")
-        p.add_argument("--op", help="operator to verify for: sum, prod, max, min, band, bor, xor, "
-                                    "noncommutative (default: the strictest the algorithm supports)")
 
-    p = sub.add_parser("verify", help="prove a schedule correct (exit 1 with a diagnosis if not)",
-                       description="Symbolically verify one schedule, or every algorithm for P = 1..N.")
-    schedule_args(p, required=False)
+def _schedule_arguments(p, required=True) -> None:
+    from .schedules.registry import MAX_P
+    p.add_argument("collective", nargs=None if required else "?",
+                   help="allreduce, reduce, bcast, barrier, reduce_scatter, allgather, alltoall, ...")
+    p.add_argument("algorithm", nargs=None if required else "?", help="as listed by `topocoll algorithms`")
+    p.add_argument("-P", "--procs", type=positive_int, required=required,
+                   help=f"number of ranks (1..{MAX_P})")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="generator parameter, repeatable (e.g. n=2, root=3, k=4,3, shape=3x2, shape=6x); "
+                        "count=ELEMENTS and itemsize=BYTES set the vector")
+    p.add_argument("--op", help="operator to verify for: sum, prod, max, min, band, bor, xor, "
+                                "noncommutative (default: the strictest the algorithm supports)")
+
+
+def _verify_arguments(p) -> None:
+    _schedule_arguments(p, required=False)
     p.add_argument("--all", action="store_true", help="verify every algorithm and parameter set")
     p.add_argument("--max-procs", type=bounded_int(1, MAX_VERIFY_ALL, what="largest P of --all"), default=32,
                    help=f"largest P for --all (default 32, at most {MAX_VERIFY_ALL})")
     p.set_defaults(func=cmd_verify)
 
-    p = sub.add_parser("show", help="print a schedule round by round with each rank's partial results",
-                       description="Show who sends what to whom in each round and what each rank holds.")
-    schedule_args(p)
+
+def _show_arguments(p) -> None:
+    _schedule_arguments(p)
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("compare", help="rank the algorithms of a collective by a model",
-                       description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
-                                   "link contention on a network (--topology), or by an event-driven "
-                                   "model (--model loggops|flow|congestion|packet).")
+
+def _compare_arguments(p) -> None:
+    from .schedules.registry import MAX_P
+    from .sim import MODELS
+    from .sim.cli import add_engine_arguments
     p.add_argument("collective")
     p.add_argument("-P", "--procs", type=positive_int, required=True, help=f"number of ranks (1..{MAX_P})")
     p.add_argument("--sizes", default="8,64K,4M",
@@ -353,30 +447,50 @@ def build_parser() -> argparse.ArgumentParser:
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("demo", help="the main job on an embedded default (allreduce on 24 ranks)",
-                       description="Verify, rank and show the allreduce algorithms on an embedded default.")
+
+def _demo_arguments(p) -> None:
     p.add_argument("-P", "--procs", type=bounded_int(1, MAX_DEMO_P, what="number of ranks"), default=24,
                    help=f"number of ranks (default 24, at most {MAX_DEMO_P})")
     p.set_defaults(func=cmd_demo)
 
-    for register in _extension_parsers():
-        register(sub)
-    return parser
+
+class _Listed:
+    """The subparsers an area's ``add_*_parser`` is handed when its verbs are
+    filled in: ``add_parser(verb, ...)`` returns the parser already listed."""
+
+    _SETTINGS = ("description", "epilog", "formatter_class", "usage")
+
+    def __init__(self, module: str, parsers: dict):
+        self.module, self.parsers = module, parsers
+
+    def add_parser(self, name, *, help=None, **settings):
+        if name not in self.parsers:
+            raise TypeError(f"{self.module} registers verb {name!r}, expected it in topocoll.cli.EXTENSIONS")
+        unknown = set(settings) - set(self._SETTINGS)
+        if unknown:
+            raise TypeError(f"{self.module}: add_parser({name!r}) with {', '.join(sorted(unknown))}, expected "
+                            f"only help and {', '.join(self._SETTINGS)}")
+        parser = self.parsers[name]
+        for key, value in settings.items():
+            setattr(parser, key, value)
+        return parser
 
 
-def _extension_parsers():
-    """Verbs owned by other areas, added when their module is present."""
-    for module, attr in (("topocoll.topology.cli", "add_topo_parser"), ("topocoll.sim.cli", "add_simulate_parser"),
-                         ("topocoll.composite", "add_composite_parser"),
-                         ("topocoll.mpi.bench_cli", "add_bench_parser"),
-                         ("topocoll.mpi.calibrate", "add_calibrate_parser")):
+def _extension_fill(module: str, register: str, parsers: dict):
+    """Fill the verbs of ``module`` (all of them: one registration adds them together)."""
+
+    def fill(_parser) -> None:
+        for verb_parser in parsers.values():
+            verb_parser.fill_with(None)
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name and module.startswith(exc.name):
-                continue
+                raise SpecError(f"{' and '.join(parsers)} need {module}, which this installation lacks") from None
             raise
-        yield getattr(mod, attr)
+        getattr(mod, register)(_Listed(module, parsers))
+
+    return fill
 
 
 def main(argv: Sequence[str] | None = None) -> int:

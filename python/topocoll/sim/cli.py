@@ -388,7 +388,8 @@ def cmd_simulate(args) -> int:
         print(_table(table))
         return 0
     task = tasks[0]
-    sched, platform = build(task)
+    want_trace = bool(args.trace or args.matrix)
+    sched, platform = build(task, trace=want_trace)
     if task.noise is not None and args.runs > 1:
         runs = noise_runs(sched, platform, model=task.model, noise=task.noise, runs=args.runs,
                           options=task.options, progress=_progress)
@@ -403,7 +404,6 @@ def cmd_simulate(args) -> int:
               f"quartiles [{q1:.4f}, {q3:.4f}], 95% notch [{lo:.4f}, {hi:.4f}], "
               f"range [{runs.slowdowns.min():.4f}, {runs.slowdowns.max():.4f}]")
         return 0
-    want_trace = bool(args.trace or args.matrix)
     sim = simulate(sched, platform, task.config(trace=want_trace))
     clean = None
     if task.noise is not None:

@@ -9,13 +9,13 @@ schedule and the network in the worker, so nothing large crosses processes.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from ..errors import SpecError
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
-from .engine import EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import EngineConfig, EngineOptions, NetworkNoise, OsNoise, lockstep_applies, simulate
 from .model import Platform, make_network
 
 __all__ = ["SimTask", "SimRow", "run_task", "run_sweep", "executor_named"]
@@ -73,15 +73,37 @@ def platform_for(p: int, *, topology: str | None, routing: str | None = None, or
     return Platform(alpha=alpha, bandwidth=bandwidth, reduce_bandwidth=reduce_bandwidth, network=network)
 
 
-def build(task: SimTask):
-    """(schedule, platform) of a task."""
+def build(task: SimTask, *, trace: bool = False):
+    """(schedule, platform) of a task; ``trace``: the run records a timeline.
+
+    The per-rank-view size limit (:meth:`~topocoll.schedules.registry.AlgorithmInfo.check_size`)
+    applies only where the run builds one (the op program): the congestion
+    model's lockstep path (:func:`.engine.lockstep_applies`) builds none, so a
+    circulant schedule over any P runs there (a timeline or OS noise takes the
+    event loop, hence the limit)."""
     info = lookup(task.collective, task.algorithm)
     params = {**from_bytes(task.collective, task.p, task.size), **task.params}
-    info.check_size(task.p, params)
-    sched = info.generate(task.p, **params)
+    try:
+        info.check_size(task.p, params)
+    except SpecError as too_large:
+        sched = _lockstep_schedule(task, info, params, trace=trace)
+        if sched is None:
+            raise too_large from None
+    else:
+        sched = info.generate(task.p, **params)
     return sched, platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
                                order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
                                reduce_bandwidth=task.reduce_bandwidth, rail=task.rail)
+
+
+def _lockstep_schedule(task: SimTask, info, params: dict, *, trace: bool):
+    """The schedule of ``task`` if its run takes the lockstep path, else None.
+    Generating is cheap (patterns build ops on first use); the guard keeps
+    every other model from generating a schedule it will refuse."""
+    if task.model != "congestion" or trace or task.os_noise is not None:
+        return None
+    sched = info.generate(task.p, **params)
+    return sched if lockstep_applies(sched, task.model, task.options) else None
 
 
 def run_task(task: SimTask) -> SimRow:
@@ -101,6 +123,7 @@ def executor_named(kind: str, workers: int | None = None) -> Executor | None:
     if kind == "serial":
         return None
     if kind == "process":
+        from concurrent.futures import ProcessPoolExecutor
         return ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
     if kind == "mpi":
         from mpi4py.futures import MPIPoolExecutor
