@@ -17,7 +17,7 @@ use crate::engine::loggops::{LogGopsNic, Reservation};
 use crate::engine::noise::{Detours, OsNoise};
 use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
 use crate::engine::program::{Matching, Program};
-use crate::engine::run::{simulate, Background, Costs, Outcome, Sync};
+use crate::engine::run::{simulate, Background, Costs, Outcome, Small, Sync};
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
 
@@ -134,6 +134,14 @@ pub enum PySync {
     Barrier,
 }
 
+/// What a send of at most the eager threshold does ([`Small`]).
+#[pyclass(name = "Small", module = "topocoll._core", eq, eq_int, frozen)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PySmall {
+    Eager,
+    Detached,
+}
+
 /// How the flow model shares a link ([`Sharing`]).
 #[pyclass(name = "Sharing", module = "topocoll._core", eq, eq_int, frozen)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +205,7 @@ impl PyEngineConfig {
 #[pymethods]
 impl PyEngineConfig {
     #[new]
-    #[pyo3(signature = (model, *, sync=PySync::Deps, o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0,
+    #[pyo3(signature = (model, *, sync=PySync::Deps, small=PySmall::Eager, o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0,
         eager=u64::MAX, window=0, g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing=PySharing::MaxMin,
         tolerance=0, detour=PyDetour::Quiet, os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
         bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false, packet_bytes=2048, header_bytes=26, vcs=2,
@@ -208,6 +216,7 @@ impl PyEngineConfig {
     fn new(
         model: PyModel,
         sync: PySync,
+        small: PySmall,
         o_send: Ps,
         o_recv: Ps,
         o_per_byte: f64,
@@ -386,6 +395,10 @@ impl PyEngineConfig {
             gamma,
             copy,
             eager_threshold: eager,
+            small: match small {
+                PySmall::Eager => Small::Eager,
+                PySmall::Detached => Small::Detached,
+            },
             window,
         };
         Ok(PyEngineConfig {
@@ -673,6 +686,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngineOutcome>()?;
     m.add_class::<PyModel>()?;
     m.add_class::<PySync>()?;
+    m.add_class::<PySmall>()?;
     m.add_class::<PySharing>()?;
     m.add_class::<PyDetour>()?;
     m.add_class::<PyAllocator>()?;

@@ -26,6 +26,7 @@ pub mod packet;
 pub mod program;
 pub mod run;
 pub mod traffic;
+pub mod ugal;
 
 use crate::error::CoreError;
 use crate::routing::Router;

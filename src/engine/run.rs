@@ -17,8 +17,11 @@
 //!   the NIC moves them (e.g. shift-based compositing, Cavin & Demengeon
 //!   2012 §3.2: a node "composes the pixels received during previous stage
 //!   s − 1 while it does the send and receive operations");
-//! - a posted send of at most `eager_threshold` bytes enters the network at
-//!   once and completes (the data is buffered); a larger one waits for its
+//! - a posted send of at most `eager_threshold` bytes completes at once (the
+//!   data is buffered) and, under [`Small::Eager`], enters the network at
+//!   once; under [`Small::Detached`] (SimGrid's detached sends, SMPI's
+//!   default below `smpi/send-is-detached-thresh`) it enters the network
+//!   only once its receive is posted too. A larger send waits for its
 //!   receive to be posted (rendezvous) and completes when it has arrived;
 //! - a receive completes, after `o_recv` of CPU, once it is posted and its
 //!   message has arrived.
@@ -50,6 +53,17 @@ pub enum Sync {
     Barrier,
 }
 
+/// What happens to a send of at most the eager threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Small {
+    /// Its data enters the network when the send is posted (MPI eager).
+    #[default]
+    Eager,
+    /// The send completes when posted, but the data moves only once the
+    /// receive is posted too (SimGrid's detached communications).
+    Detached,
+}
+
 /// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
 #[derive(Clone, Debug)]
 pub struct Costs {
@@ -63,6 +77,8 @@ pub struct Costs {
     pub copy: f64,
     /// `S`: largest eager message, bytes.
     pub eager_threshold: u64,
+    /// Eager or detached sends up to `eager_threshold`.
+    pub small: Small,
     /// At most this many messages of one rank in the network at once, 0 =
     /// no limit (throttling: the all-to-all paper's §3 on BG/L injection);
     /// further sends wait, in posting order.
@@ -443,16 +459,20 @@ impl Sim<'_> {
         match (self.prog.kind[i], phase) {
             (SEND, 0) => {
                 self.send_post[msg as usize] = t;
+                let posted = self.recv_post[msg as usize] != NEVER;
                 if eager {
-                    self.inject_app(t, msg)?;
+                    if self.costs.small == Small::Eager || posted {
+                        self.inject_app(t, msg)?;
+                    }
                     self.complete(t, op);
-                } else if self.recv_post[msg as usize] != NEVER {
+                } else if posted {
                     self.inject_app(t, msg)?;
                 }
             }
             (RECV, 0) => {
                 self.recv_post[msg as usize] = t;
-                if !eager && self.send_post[msg as usize] != NEVER && !self.injected[msg as usize] {
+                let waits = !eager || self.costs.small == Small::Detached;
+                if waits && self.send_post[msg as usize] != NEVER && !self.injected[msg as usize] {
                     self.inject_app(t, msg)?;
                 }
                 if self.arrived[msg as usize] != NEVER {
@@ -716,6 +736,7 @@ pub(crate) mod tests {
             gamma: 1000.0,
             copy: 0.0,
             eager_threshold: 1 << 16,
+            small: Small::Eager,
             window: 0,
         }
     }
@@ -799,6 +820,29 @@ pub(crate) mod tests {
             out.msg_inject[1], 100_000_000,
             "but injected when its receive is posted"
         );
+    }
+
+    #[test]
+    fn a_detached_send_completes_at_once_but_moves_when_its_receive_is_posted() {
+        // 1000 B (eager size), rank 0's receive (op 3) held back until rank
+        // 1's reduction ends at 2 µs (message 0: 1 µs on the wire, then 1 µs
+        // of reduction), rank 1's send (op 4) posted at 0. Eager: its data
+        // leaves at 0. Detached: the send still completes at 0, but the data
+        // leaves when op 3 is posted, at 2 µs, and arrives 1 µs later.
+        let mut p = two_rounds(1000);
+        p.dep_ptr = vec![0, 0, 0, 1, 2, 2];
+        p.dep_idx = vec![1, 2];
+        let mut c = costs(0);
+        let eager = run(&p, Sync::Deps, &c);
+        assert_eq!((eager.op_end[4], eager.msg_inject[1]), (0, 0));
+        assert_eq!(eager.op_start[3], 2_000_000);
+        c.small = Small::Detached;
+        let detached = run(&p, Sync::Deps, &c);
+        assert_eq!(detached.op_end[4], 0, "the send completes when posted");
+        assert_eq!(detached.msg_inject[1], 2_000_000, "the data moves when the receive is posted");
+        assert_eq!(detached.op_end[3], 3_000_000);
+        // A receive posted before the send: the data moves at the send's post.
+        assert_eq!(detached.msg_inject[0], 0);
     }
 
     /// Two stages of a two-rank exchange in lockstep, as shift-based

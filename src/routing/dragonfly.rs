@@ -136,6 +136,71 @@ impl Dragonfly {
         }
     }
 
+    /// Valiant through a random intermediate *group* (Kim et al. 2008, §4.1:
+    /// local, global, local, global, local at most): the packet goes minimally
+    /// to the router where a global cable from its group lands in group
+    /// `gi` (drawn from `hash(seed, key)`, neither the source's nor the
+    /// destination's), then minimally on; at most one local hop between two
+    /// global ones, which keeps "VC = global hops so far" deadlock free. A
+    /// pair in one group, or fewer than 3 groups: the minimal route.
+    pub fn valiant_group_into(
+        &self,
+        graph: &Graph,
+        seed: u64,
+        key: u64,
+        s: u64,
+        d: u64,
+        out: &mut Vec<u32>,
+    ) -> Result<(), CoreError> {
+        if s == d {
+            return Ok(());
+        }
+        let (rs, rd) = (s / self.p, d / self.p);
+        let (gs, gd) = (rs / self.a, rd / self.a);
+        if gs == gd || self.g < 3 {
+            return self.route_into(graph, None, s, d, out);
+        }
+        let mut gi = hash3(seed, key, s, 3) % (self.g - 2);
+        for skip in [gs.min(gd), gs.max(gd)] {
+            if gi >= skip {
+                gi += 1;
+            }
+        }
+        let cable = hash3(0x0D1A, s, d, key);
+        let (ru, rv) = self.global_hop(gs, gi, cable);
+        let mut routers = vec![rs];
+        if ru != rs {
+            routers.push(ru);
+        }
+        routers.push(rv);
+        self.minimal_routers(rv, rd, cable, &mut routers);
+        self.links_of(graph, s, d, routers, out)
+    }
+
+    fn links_of(
+        &self,
+        graph: &Graph,
+        s: u64,
+        d: u64,
+        routers: Vec<u64>,
+        out: &mut Vec<u32>,
+    ) -> Result<(), CoreError> {
+        let n = self.n_endpoints();
+        let mut prev = s as u32;
+        for r in routers
+            .into_iter()
+            .map(|r| (r + n) as u32)
+            .chain(std::iter::once(d as u32))
+        {
+            let l = graph.link_between(prev, r).ok_or_else(|| {
+                CoreError::NoRoute(format!("dragonfly: no link {} -> {}", prev, r))
+            })?;
+            out.push(l);
+            prev = r;
+        }
+        Ok(())
+    }
+
     /// Node sequence of the route s -> d, converted to links through `graph`.
     pub fn route_into(
         &self,
@@ -167,20 +232,7 @@ impl Dragonfly {
             }
             _ => self.minimal_routers(rs, rd, key, &mut routers),
         }
-        let n = self.n_endpoints();
-        let mut prev = s as u32;
-        for r in routers
-            .into_iter()
-            .map(|r| (r + n) as u32)
-            .chain(std::iter::once(d as u32))
-        {
-            let l = graph.link_between(prev, r).ok_or_else(|| {
-                CoreError::NoRoute(format!("dragonfly: no link {} -> {}", prev, r))
-            })?;
-            out.push(l);
-            prev = r;
-        }
-        Ok(())
+        self.links_of(graph, s, d, routers, out)
     }
 }
 

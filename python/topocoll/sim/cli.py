@@ -12,7 +12,7 @@ import sys
 from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..text import table as _table
-from .engine import EVENT_MODELS, MAX_PORTS, SYNCS, EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import EVENT_MODELS, MAX_PORTS, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
 from .packet import PacketOptions
 from .noise import noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
@@ -68,6 +68,8 @@ _PACKET_FLAGS = (
     ("--queues", "queues", str, "input (FIFO per VC: head-of-line blocking) or voq (virtual output queues)"),
     ("--injection-packets", "injection_packets", bounded_int(0, 1 << 20, what="packets per injection FIFO"),
      "NIC injection FIFO depth in packets, 0 = no limit"),
+    ("--eject-handling", "eject_handling", finite_float(unit="s"),
+     "receiving NIC's time per packet, s (0 = consumed at link rate)"),
 )
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
@@ -90,7 +92,7 @@ def engine_options(args) -> EngineOptions:
     ``--profile``'s value (:meth:`MachineProfile.engine_options`), else the
     built-in default."""
     explicit = {field: getattr(args, dest) for dest, field, _ in _ENGINE_FLAGS if getattr(args, dest, None) is not None}
-    common = dict(sync=args.sync, ports=args.ports or 1, sharing=args.sharing,
+    common = dict(sync=args.sync, small_sends=getattr(args, "small_sends", "eager"), ports=args.ports or 1, sharing=args.sharing,
                   nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window, packet=packet_options(args))
     profile = profile_of(args)
     if profile is not None:
@@ -160,6 +162,10 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                         "LogGP o_r, g, G, L, eager threshold become the defaults; flags given explicitly win")
     p.add_argument("--eager", type=int, default=None,
                    help="largest eager message in bytes (default 65536, or the profile's)")
+    p.add_argument("--small-sends", choices=SMALL_SENDS, default="eager",
+                   help="sends up to --eager bytes: eager (data leaves when the send is posted, default) or "
+                        "detached (the send completes at once, the data leaves once the receive is posted "
+                        "too: SimGrid's detached sends, SMPI's default)")
     p.add_argument("--ports", type=bounded_int(1, MAX_PORTS, what="NIC ports per endpoint"), default=None,
                    help=f"NIC ports per endpoint, 1..{MAX_PORTS}; loggops only (default 1)")
     p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
@@ -419,6 +425,8 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{sched.label()} on {platform.describe()}")
     print(f"{task.model} model, sync={task.options.sync}" +
+          (f", {task.options.small_sends} sends up to {task.options.eager} B"
+           if task.options.small_sends != "eager" else "") +
           (f", profile {args.profile}" if args.profile else "") +
           (f", network noise ratio {task.noise.ratio} (seed {task.noise.seed})" if task.noise else "") +
           (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))

@@ -40,6 +40,8 @@ __all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulati
 
 EVENT_MODELS = ("loggops", "flow", "congestion", "packet")
 SYNCS = ("deps", "rounds", "barrier")
+#: what a send of at most the eager threshold does (:class:`EngineOptions`)
+SMALL_SENDS = ("eager", "detached")
 _PS = 1e12
 _NONE = np.uint32(0xFFFFFFFF)
 #: largest OS-noise period, detour length, or trace start and duration, s (about 11.6 days): 10^18 ps, an
@@ -76,6 +78,12 @@ class EngineOptions:
     eager : int
         ``S``: largest eager message, bytes (larger ones use rendezvous). The
         default, 65,536 B, is SMPI's ``smpi/send-is-detached-thresh``.
+    small_sends : str
+        What a send of at most ``eager`` bytes does: ``eager`` (its data
+        enters the network when it is posted; MPI's eager protocol) or
+        ``detached`` (it completes when posted, but its data moves only once
+        the receive is posted too: SimGrid's detached communications, which
+        SMPI uses below ``smpi/send-is-detached-thresh``).
     ports : int
         NIC ports per endpoint, ``1 .. MAX_PORTS`` (k-port model; ``loggops`` only).
     nic_bandwidth : float
@@ -99,6 +107,7 @@ class EngineOptions:
     G: float = 0.0
     L: float = 0.0
     eager: int = 65536
+    small_sends: str = "eager"
     ports: int = 1
     nic_bandwidth: float = 0.0
     sharing: str = "maxmin"
@@ -109,6 +118,8 @@ class EngineOptions:
     def __post_init__(self):
         if self.sync not in SYNCS:
             raise SpecError(f"sync={self.sync!r}, expected one of {', '.join(SYNCS)}")
+        if self.small_sends not in SMALL_SENDS:
+            raise SpecError(f"small_sends={self.small_sends!r}, expected one of {', '.join(SMALL_SENDS)}")
         if self.sharing not in ("maxmin", "cm02"):
             raise SpecError(f"sharing={self.sharing!r}, expected maxmin or cm02")
         for name in ("o_recv", "o_per_byte", "g", "G", "L", "nic_bandwidth", "copy_bandwidth"):
@@ -413,6 +424,7 @@ _CORE_MODELS = {"loggops": _core.Model.LogGops, "flow": _core.Model.Flow, "conge
 _CORE_ALLOCATORS = {"round-robin": _core.Allocator.RoundRobin, "age": _core.Allocator.Age}
 _CORE_QUEUES = {"input": _core.Queues.InputQueued, "voq": _core.Queues.VirtualOutput}
 _CORE_SYNCS = {"deps": _core.Sync.Deps, "rounds": _core.Sync.Rounds, "barrier": _core.Sync.Barrier}
+_CORE_SMALL = {"eager": _core.Small.Eager, "detached": _core.Small.Detached}
 _CORE_SHARING = {"maxmin": _core.Sharing.MaxMin, "cm02": _core.Sharing.Cm02}
 
 
@@ -460,7 +472,7 @@ class EngineConfig:
         """The engine's typed input for one run on ``network`` (``background``:
         the noise's endpoints of this run, from :meth:`NetworkNoise.endpoints`)."""
         o = self.options
-        kw = dict(self.costs(platform), sync=_CORE_SYNCS[o.sync], window=int(o.window), g=_ps(o.g),
+        kw = dict(self.costs(platform), sync=_CORE_SYNCS[o.sync], small=_CORE_SMALL[o.small_sends], window=int(o.window), g=_ps(o.g),
                   big_g=o.G * _PS, l=_ps(o.L), ports=int(o.ports), nic_bandwidth=float(o.nic_bandwidth),
                   sharing=_CORE_SHARING[o.sharing], trace=bool(self.trace))
         if self.os_noise is not None:
@@ -481,8 +493,11 @@ class EngineConfig:
         common = dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
                       buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
                       allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
-                      injection_packets=pk.injection_packets,
+                      injection_packets=pk.injection_packets, eject_handling=_ps(pk.eject_handling),
                       link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32))
+        if network.router.per_packet:
+            raise SpecError(f"routing {network.router.name} on {topo.spec}: the packet model does not route "
+                            "per packet on dragonflies yet, expected minimal or valiant")
         if network.router.name == "adaptive" and topo.family == "torus":
             return dict(common, **_adaptive_torus(topo, pk))
         if network.router.multipath:   # it would silently take the first path of every split route
@@ -541,6 +556,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
     model, options, noise, os_noise, trace = (config.model, config.options, config.noise, config.os_noise,
                                               config.trace)
     net, bandwidth, latency = platform_network(platform, source.p)
+    if model != "packet":
+        net.router.require_static(f"the {model} model")
     costs = config.costs(platform)
     background = noise.endpoints(net, noise.seed) if noise is not None and noise.ratio > 0 else None
     order = np.ascontiguousarray(net.order, dtype=np.uint32)
@@ -584,7 +601,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
 
 def _lockstep(schedule, model, options, kw, trace, os_noise):
     """Round shapes for the lockstep path, or None (see :mod:`.lockstep`)."""
-    if model != "congestion" or options.sync == "deps" or trace or os_noise is not None:
+    if model != "congestion" or options.sync == "deps" or options.small_sends != "eager" or trace \
+            or os_noise is not None:
         return None
     from .lockstep import lockstep_shapes
     return lockstep_shapes(schedule, o_send=kw["o_send"], o_per_byte=kw["o_per_byte"], gamma=kw["gamma"],

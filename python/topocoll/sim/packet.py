@@ -25,7 +25,14 @@ paper describes, and says which:
   blocking happens, as in BG/L's input-queued router, §3.1); ``voq`` gives
   every input a queue per output;
 - ``injection_packets`` 0: the NIC takes the next packet of a message when
-  its first link can accept it (no separate injection FIFO limit).
+  its first link can accept it (no separate injection FIFO limit);
+- ``eject_handling`` 0 s: the destination consumes packets at link rate. A
+  positive value is the receiving NIC's time per packet (one packet at a time
+  per endpoint; the packet holds its reception-buffer slot until handled), so a
+  receiver slower than its link backs up into the network and many senders
+  into one endpoint (incast) saturate the tree behind it. No seed paper gives
+  a per-packet cost, so the default adds none; e.g. a NIC rated at 150 M
+  packets/s is ``--eject-handling 6.7e-9``.
 """
 
 from __future__ import annotations
@@ -74,15 +81,18 @@ class PacketOptions:
     allocator: str = "round-robin"
     queues: str = "input"
     injection_packets: int = 0
+    eject_handling: float = 0.0
 
     def __post_init__(self):
         for name, (lo, hi) in _BOUNDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise SpecError(f"PacketOptions: {name}={value!r}, expected {lo}..{hi} {_UNITS[name]}")
-        d = self.router_delay
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not math.isfinite(d) or not 0 <= d <= MAX_ROUTER_DELAY:
-            raise SpecError(f"PacketOptions: router_delay={d!r}, expected 0..{MAX_ROUTER_DELAY:g} s")
+        for name in ("router_delay", "eject_handling"):
+            d = getattr(self, name)
+            if isinstance(d, bool) or not isinstance(d, (int, float)) or not math.isfinite(d) \
+                    or not 0 <= d <= MAX_ROUTER_DELAY:
+                raise SpecError(f"PacketOptions: {name}={d!r}, expected 0..{MAX_ROUTER_DELAY:g} s")
         if self.allocator not in ALLOCATORS:
             raise SpecError(f"PacketOptions: allocator={self.allocator!r}, expected one of {', '.join(ALLOCATORS)}")
         if self.queues not in QUEUES:

@@ -85,6 +85,7 @@ def link_loads(router: Router, src, dst) -> np.ndarray:
     >>> float(link_loads(r, [0, 1], [2, 2]).max())      # two flows into endpoint 2
     2.0
     """
+    router.require_static("link_loads")
     s = _endpoints(router, src, "src")
     d = _endpoints(router, dst, "dst")
     if len(s) != len(d):
@@ -155,6 +156,7 @@ def effective_bisection_bandwidth(router: Router, n_bisections: int = 1000, *, s
     >>> effective_bisection_bandwidth(make_router(parse_topology("crossbar:16")), 10).mean
     1.0
     """
+    router.require_static("effective bisection bandwidth")
     if not _whole(n_bisections) or int(n_bisections) < 1:
         raise SpecError(f"ebb: n_bisections={n_bisections!r}, expected an integer >= 1")
     t = router.topology

@@ -19,6 +19,9 @@ torus / mesh       ``dor`` (default)      dimension order (``order='xyz'``), sho
 dragonfly          ``minimal`` (default)  local-global-local
                    ``valiant``            via a random intermediate group (seeded;
                                           needs g >= 3 groups)
+                   ``ugal``               UGAL-L per packet: minimal or Valiant by the
+                                          source router's queues (seeded; the packet
+                                          model only: no static route exists)
 real fabrics       ``min-hop`` (default)  from the graph
                    ``ftree``              min-hop balanced in the routing order
                    ``up-down``            up*/down*
@@ -51,10 +54,10 @@ __all__ = ["Router", "make_router", "route", "routing_order", "ENGINES", "parse_
 ENGINES = {
     "xgft": ("d-mod-k", "ftree", "random", "min-hop", "up-down"),
     "torus": ("dor", "shortest", "adaptive"),
-    "dragonfly": ("minimal", "valiant", "min-hop", "up-down"),
+    "dragonfly": ("minimal", "valiant", "ugal", "min-hop", "up-down"),
     "ibnet": ("min-hop", "ftree", "up-down", "ibroute"),
 }
-_OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
+_OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "ugal": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
             "adaptive": {"tie"}, "ibroute": {"path", "strict"}, "up-down": {"roots"}}
 
 
@@ -71,6 +74,19 @@ class Router:
     options: dict
     engine: object = field(repr=False)
     warnings: tuple = ()
+
+    @property
+    def per_packet(self) -> bool:
+        """True when the route is chosen per packet by queue state (``ugal``):
+        only the packet model can follow it; static views refuse it."""
+        return self.name == "ugal"
+
+    def require_static(self, what: str) -> None:
+        """Refuse, in one line, to give ``what`` a static route of a per-packet routing."""
+        if self.per_packet:
+            raise SpecError(f"routing {self.name} on {self.topology.spec}: {what} needs a static route, but "
+                            f"{self.name} chooses minimal or Valiant per packet by queue occupancy; expected "
+                            "--model packet, or routing minimal or valiant")
 
     @property
     def multipath(self) -> bool:
@@ -303,10 +319,10 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
             if tie not in ("positive", "negative", "source-parity", "simgrid"):
                 raise SpecError(f"routing {name!r}: tie={tie!r}, expected positive, negative, source-parity or simgrid")
             engine = _core.RoutingEngine.torus(t.src, t.dst, list(k), list(wrap), order, tie, name == "adaptive")
-        elif fam == "dragonfly" and name in ("minimal", "valiant"):
+        elif fam == "dragonfly" and name in ("minimal", "valiant", "ugal"):
             P = t.params
-            if name == "valiant" and P["g"] < 3:
-                raise SpecError(f"routing 'valiant' on {t.spec}: g={P['g']} groups, expected g >= 3 (Valiant "
+            if name in ("valiant", "ugal") and P["g"] < 3:
+                raise SpecError(f"routing {name!r} on {t.spec}: g={P['g']} groups, expected g >= 3 (Valiant "
                                 "routes through an intermediate group other than the source's and the "
                                 "destination's; use 'minimal')")
             engine = _core.RoutingEngine.dragonfly(t.src, t.dst, P["a"], P["p"], P["h"], P["g"],
@@ -380,6 +396,7 @@ def route(router: Router, src, dst, *, weights: bool = False):
     TopologyError
         Some pair has no route; the message names the pair.
     """
+    router.require_static("route()")
     s = _endpoints(router, src, "src")
     d = _endpoints(router, dst, "dst")
     if len(s) != len(d):

@@ -321,3 +321,29 @@ def test_the_engine_takes_one_typed_config_and_returns_a_typed_outcome():
         simulate(sched, ABG, config, model="flow")
     with pytest.raises(SpecError, match="model 'packets', expected one of"):
         EngineConfig("packets")
+
+
+def test_detached_small_sends_move_when_both_sides_have_posted():
+    """SimGrid's detached sends (``small_sends="detached"``): a send up to the
+    eager threshold completes when posted, but its data enters the network at
+    max(send posted, receive posted); eager data enters at the send's post.
+    Ring allreduce of unequal blocks (count not a multiple of P) under
+    ``sync=rounds`` with slow reductions posts some receives after their
+    sends, so the two differ there."""
+    import numpy as np
+    from topocoll.schedules import generate
+    from topocoll.sim import EngineConfig, EngineOptions, Platform, simulate
+
+    sched = generate("allreduce", "ring", 6, count=6 * 64 + 1, itemsize=8)
+    runs = {}
+    for small in ("eager", "detached"):
+        sim = simulate(sched, Platform(reduce_bandwidth=1e8),
+                       EngineConfig("flow", EngineOptions(sync="rounds", small_sends=small), trace=True))
+        tr = sim.trace
+        posted = tr["end"][tr["send"]]        # an eager-sized send completes when posted
+        receive = tr["start"][tr["recv"]]     # posting a receive takes no CPU
+        runs[small] = (tr["inject"], posted, receive)
+    inject, posted, receive = runs["eager"]
+    assert np.array_equal(inject, posted) and (receive > posted).any()
+    inject, posted, receive = runs["detached"]
+    assert np.array_equal(inject, np.maximum(posted, receive))

@@ -62,6 +62,19 @@ def test_packets_of_one_message_pipeline_one_serialisation_apart():
     assert sim.packet_hops == 3 * 4
 
 
+def test_a_slow_receiver_handles_one_packet_at_a_time():
+    """As above (0 → 4, 3 packets), with the receiving NIC taking h = 5 µs per
+    packet, more than a packet's 2.074 µs on the wire: the first tail arrives
+    at 0.5 + 4·1 + 3·0.1 + 2.074 = 6.874 µs and is handled by 11.874; the
+    others have arrived by then (2.074 and 0.930 µs behind it, the credits
+    of 8-packet buffers never run out), so each takes h after the previous:
+
+        T = 6.874 + 3·5 = 21.874 µs
+    """
+    sim = simulate(relay(8, [(0, 4)], 5000), _fat_tree(), _packet(eject_handling=5 * US))
+    assert sim.time == pytest.approx(21.874 * US, rel=1e-9)
+
+
 def test_without_contention_the_packet_model_agrees_with_flow():
     """Ring allreduce (every message on its own links in d-mod-k routing
     order) of 4 MiB on kary:4,2: packet and flow differ by the headers
@@ -98,6 +111,7 @@ def test_no_buffer_ever_holds_more_than_its_depth(depth):
     (dict(buffer_packets=10 ** 9), "buffer_packets=1000000000, expected 1..4096"),
     (dict(router_delay=-1e-9), "router_delay=-1e-09, expected 0..0.001 s"),
     (dict(queues="output"), "queues='output', expected one of input, voq"),
+    (dict(eject_handling=-1e-9), "eject_handling=-1e-09, expected 0..0.001 s"),
 ])
 def test_bad_packet_options_are_one_line(kw, words):
     with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(".", r"\.")):
