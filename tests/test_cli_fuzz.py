@@ -232,6 +232,12 @@ ISSUE16 = [   # (argv with {dir} for the files above, a fragment the one line mu
     (["simulate", "goal", "{dir}/digits.goal"], "at most 30 digits"),
     (SIM + ["--ports", "1000000000"], "argument --ports: 1000000000 is out of range, expected an integer in 1..64"),
     (SIM + ["--ports", "0"], "expected an integer in 1..64"),
+    (SIM + ["--window", "1000000000000"], "argument --window: 1000000000000 is out of range, expected an integer in "
+                                          "0..1073741824"),
+    (SIM + ["--eager", "1" + "0" * 20], "argument --eager: 100000000000000000000 is out of range"),
+    (SIM + ["--runs", "1000000000", "--noise", "0.5"], "argument --runs: 1000000000 is out of range, expected an "
+                                                       "integer in 1..10000"),
+    (SIM + ["--noise-bytes", "1" + "0" * 20], "argument --noise-bytes: 100000000000000000000 is out of range"),
     (SIM + ["--ports", "2", "--model", "flow"], "--ports 2 with the flow model, expected --ports only with "
                                                 "--model loggops"),
     (SIM + ["--ports", "2", "--model", "congestion"], "--ports 2 with the congestion model"),

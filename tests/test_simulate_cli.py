@@ -30,7 +30,7 @@ def run(capsys, *argv):
     (["simulate", "allreduce", "ring", "-P", "4,x", "--size", "1K"], "-P '4,x': 'x' is not an integer"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--os-noise", "trace:/nonexistent.txt"],
      "/nonexistent.txt: No such file or directory, expected a Netgauge noise trace"),
-    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--window", "-2"], "window=-2"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--window", "-2"], "--window: -2 is out of range"),
     (["goal", "allreduce", "ring", "-P", "4", "--size", "1K", "-o", "/nonexistent/x.goal"],
      "/nonexistent/x.goal: No such file or directory, expected a writable path for -o"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--matrix", "/nonexistent/dir/m.png"],

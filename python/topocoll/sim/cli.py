@@ -12,9 +12,10 @@ import sys
 from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..text import table as _table
-from .engine import EVENT_MODELS, MAX_PORTS, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate
+from .engine import (EVENT_MODELS, MAX_EAGER, MAX_PORTS, MAX_WINDOW, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions,
+                     NetworkNoise, OsNoise, simulate)
 from .packet import PacketOptions
-from .noise import noise_runs
+from .noise import MAX_RUNS, noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
 
@@ -160,7 +161,7 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `topocoll calibrate`: its α, bandwidth, reduction bandwidth and "
                         "LogGP o_r, g, G, L, eager threshold become the defaults; flags given explicitly win")
-    p.add_argument("--eager", type=int, default=None,
+    p.add_argument("--eager", type=bounded_int(0, MAX_EAGER, what="bytes"), default=None,
                    help="largest eager message in bytes (default 65536, or the profile's)")
     p.add_argument("--small-sends", choices=SMALL_SENDS, default="eager",
                    help="sends up to --eager bytes: eager (data leaves when the send is posted, default) or "
@@ -181,7 +182,8 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                    help="LogGOPS G in s/B (default 0, or the profile's)")
     p.add_argument("--latency", type=finite_float(unit="s"), default=None,
                    help="LogGOPS L in s, on top of the links' latencies (default 0, or the profile's)")
-    p.add_argument("--window", type=int, default=0,
+    p.add_argument("--window", type=bounded_int(0, MAX_WINDOW, what="messages in flight per rank, 0 = no limit"),
+                   default=0,
                    help="throttling: at most this many messages of a rank in flight (default 0: no limit)")
     d = PacketOptions()
     g = p.add_argument_group("packet model (--model packet; defaults and their sources: docs/simulator.md)")
@@ -235,9 +237,11 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--noise", type=finite_float(unit=""), default=None, metavar="RATIO",
                    help="network noise: perturbation ratio in [0, 1) (background endpoints = RATIO/(1-RATIO) "
                         "× P, drawn from the endpoints the application leaves free)")
-    p.add_argument("--noise-bytes", type=positive_int, default=1 << 20,
+    p.add_argument("--noise-bytes", type=bounded_int(1, MAX_EAGER, what="bytes per background message"),
+                   default=1 << 20,
                    help="background message size in bytes, loggops/flow (default 1 MiB)")
-    p.add_argument("--runs", type=positive_int, default=1, help="noise runs with seeds SEED, SEED+1, ...")
+    p.add_argument("--runs", type=bounded_int(1, MAX_RUNS, what="noise runs"), default=1,
+                   help=f"noise runs with seeds SEED, SEED+1, ... (1..{MAX_RUNS})")
     p.add_argument("--seed", type=seed, default=0, help="seed of the noise (default 0)")
     p.add_argument("--os-noise", metavar="KIND",
                    help="OS noise: periodic:PERIOD,LENGTH, random:MEAN_GAP,LENGTH (s) or trace:FILE "

@@ -40,6 +40,10 @@ __all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulati
 
 EVENT_MODELS = ("loggops", "flow", "congestion", "packet")
 SYNCS = ("deps", "rounds", "barrier")
+#: most messages of one rank in flight a window may name (the engine counts in 32 bits)
+MAX_WINDOW = 1 << 30
+#: largest eager threshold, bytes (2^62: beyond any message)
+MAX_EAGER = 1 << 62
 #: what a send of at most the eager threshold does (:class:`EngineOptions`)
 SMALL_SENDS = ("eager", "detached")
 _PS = 1e12
@@ -124,13 +128,16 @@ class EngineOptions:
             raise SpecError(f"sharing={self.sharing!r}, expected maxmin or cm02")
         for name in ("o_recv", "o_per_byte", "g", "G", "L", "nic_bandwidth", "copy_bandwidth"):
             _positive("EngineOptions", name, getattr(self, name), allow_zero=True)
-        if isinstance(self.eager, bool) or not isinstance(self.eager, (int, np.integer)) or self.eager < 0:
-            raise SpecError(f"EngineOptions: eager={self.eager!r}, expected bytes >= 0")
+        if isinstance(self.eager, bool) or not isinstance(self.eager, (int, np.integer)) \
+                or not 0 <= self.eager <= MAX_EAGER:
+            raise SpecError(f"EngineOptions: eager={self.eager!r}, expected 0..{MAX_EAGER} bytes")
         if isinstance(self.ports, bool) or not isinstance(self.ports, (int, np.integer)) \
                 or not 1 <= self.ports <= MAX_PORTS:
             raise SpecError(f"EngineOptions: ports={self.ports!r}, expected an integer in 1..{MAX_PORTS} (MAX_PORTS)")
-        if isinstance(self.window, bool) or not isinstance(self.window, (int, np.integer)) or self.window < 0:
-            raise SpecError(f"EngineOptions: window={self.window!r}, expected an integer >= 0 (0: no limit)")
+        if isinstance(self.window, bool) or not isinstance(self.window, (int, np.integer)) \
+                or not 0 <= self.window <= MAX_WINDOW:
+            raise SpecError(f"EngineOptions: window={self.window!r}, expected an integer in 0..{MAX_WINDOW} "
+                            "(0: no limit)")
         if not isinstance(self.packet, PacketOptions):
             raise SpecError(f"EngineOptions: packet={self.packet!r}, expected a PacketOptions")
 
@@ -157,8 +164,9 @@ class NetworkNoise:
         r = _positive("NetworkNoise", "ratio", self.ratio, allow_zero=True)
         if r >= 1:
             raise SpecError(f"NetworkNoise: ratio={self.ratio!r}, expected 0 <= ratio < 1")
-        if isinstance(self.bytes, bool) or not isinstance(self.bytes, (int, np.integer)) or self.bytes <= 0:
-            raise SpecError(f"NetworkNoise: bytes={self.bytes!r}, expected a positive integer")
+        if isinstance(self.bytes, bool) or not isinstance(self.bytes, (int, np.integer)) \
+                or not 0 < self.bytes <= MAX_EAGER:
+            raise SpecError(f"NetworkNoise: bytes={self.bytes!r}, expected an integer in 1..{MAX_EAGER}")
 
     def endpoints(self, network: Network, seed: int) -> np.ndarray:
         """The background endpoints of one run (seeded)."""

@@ -68,6 +68,9 @@ class NoiseRuns:
                 "seeds": list(self.seeds)}
 
 
+#: most noise runs one call makes (each is a whole simulation)
+MAX_RUNS = 10_000
+
 def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: NetworkNoise, runs: int,
                options: EngineOptions = EngineOptions(), workers: int | None = None,
                progress=None) -> NoiseRuns:
@@ -76,8 +79,8 @@ def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: Net
     threads (default: one per core; the engine releases the interpreter, and
     the op program is compiled once and shared). ``progress(done, total)`` is
     called after each run; the times do not depend on ``workers``."""
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
-        raise SpecError(f"runs={runs!r}, expected an integer >= 1")
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= MAX_RUNS:
+        raise SpecError(f"runs={runs!r}, expected an integer in 1..{MAX_RUNS}")
     program = None if lockstep_applies(schedule, model, options) else compile_program(schedule)
     clean = simulate(schedule, platform, EngineConfig(model, options), program=program).time
     seeds = tuple(noise.seed + i for i in range(runs))
