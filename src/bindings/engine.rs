@@ -18,6 +18,7 @@ use crate::engine::noise::{Detours, OsNoise};
 use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
 use crate::engine::program::{Matching, Program};
 use crate::engine::run::{simulate, Background, Costs, Outcome, Small, Sync};
+use crate::engine::ugal::UgalDragonfly;
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
 
@@ -211,7 +212,8 @@ impl PyEngineConfig {
         bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false, packet_bytes=2048, header_bytes=26, vcs=2,
         buffer_packets=8, router_delay=0, allocator=PyAllocator::RoundRobin, queues=PyQueues::InputQueued,
         injection_packets=0, eject_handling=0, link_dst=None, link_dim=None, dateline=None,
-        torus_k=None, torus_wrap=None, link_src=None))]
+        torus_k=None, torus_wrap=None, link_src=None, hop_kind=None, hop_classes=0, dragonfly=None,
+        ugal_seed=None, injection_fifos=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: PyModel,
@@ -256,6 +258,11 @@ impl PyEngineConfig {
         torus_k: Option<Vec<u32>>,
         torus_wrap: Option<Vec<bool>>,
         link_src: Option<PyReadonlyArray1<u32>>,
+        hop_kind: Option<PyReadonlyArray1<u8>>,
+        hop_classes: u8,
+        dragonfly: Option<(u64, u64, u64, u64)>,
+        ugal_seed: Option<u64>,
+        injection_fifos: u32,
     ) -> PyResult<Self> {
         let per_byte = [
             ("o_per_byte", o_per_byte),
@@ -319,8 +326,32 @@ impl PyEngineConfig {
                         .transpose()?
                         .unwrap_or_default(),
                     eject_handling,
-                    adaptive: match (torus_k, torus_wrap, link_src) {
-                        (None, None, None) => None,
+                    hop_kind: hop_kind
+                        .map(|a| a.as_slice().map(|s| s.to_vec()))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    hop_classes,
+                    ugal: match (dragonfly, ugal_seed, &link_src) {
+                        (None, None, _) => None,
+                        (Some((a, p, h, g)), Some(seed), Some(src)) => Some(UgalDragonfly::new(
+                            a,
+                            p,
+                            h,
+                            g,
+                            src.as_slice()?,
+                            &link_dst,
+                            seed,
+                        )?),
+                        _ => {
+                            return Err(CoreError::InvalidArgument(
+                                "EngineConfig: UGAL needs dragonfly, ugal_seed and link_src together".into(),
+                            )
+                            .into())
+                        }
+                    },
+                    injection_fifos,
+                    adaptive: match (torus_k, torus_wrap, &link_src) {
+                        (None, None, _) => None,
                         (Some(k), Some(wrap), Some(src)) => Some(AdaptiveTorus::new(
                             &k,
                             &wrap,
@@ -584,6 +615,9 @@ fn engine_run(
                 // a network that stops while packets wait: name its cycle of buffers
                 if let Some(cycle) = f.stalled() {
                     return Err(CoreError::InvalidArgument(cycle));
+                }
+                if let Some(line) = f.class_overflow() {
+                    return Err(CoreError::InvalidArgument(line.to_string()));
                 }
                 let out = ran?;
                 let most = f.max_occupancy();

@@ -132,6 +132,9 @@ fn traffic_run(
             Err(e) => return Err(f.stalled().map_or(e, CoreError::InvalidArgument)),
             Ok(out) => out,
         };
+        if let Some(line) = f.class_overflow() {
+            return Err(CoreError::InvalidArgument(line.to_string()));
+        }
         Ok(PyTrafficResult {
             slot_ps: out.slot,
             offered: out.offered,

@@ -175,6 +175,7 @@ use super::adaptive::AdaptiveTorus;
 #[cfg(doc)]
 use super::fabric::TimeQueue;
 use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
+use super::ugal::{self, UgalDragonfly, ENDPOINT, GLOBAL, LOCAL};
 use crate::error::CoreError;
 
 /// Switch allocation policy of every output link.
@@ -230,6 +231,18 @@ pub struct PacketConfig {
     /// Minimal adaptive routing on this torus (VC 0 the escape channel,
     /// the others dynamic); `None`: every packet follows its message's route.
     pub adaptive: Option<AdaptiveTorus>,
+    /// Per link its dragonfly hop kind ([`ugal::ENDPOINT`], [`ugal::LOCAL`],
+    /// [`ugal::GLOBAL`]): VCs by hop class (see [`ugal`]); empty = off.
+    pub hop_kind: Vec<u8>,
+    /// VC classes the routes need with `hop_kind` (vcs ≥ this).
+    pub hop_classes: u8,
+    /// UGAL-L on a dragonfly: every message also gets a Valiant route, and
+    /// each packet takes one of the two at its source router.
+    pub ugal: Option<UgalDragonfly>,
+    /// Injection FIFOs per endpoint, each feeding one packet at a time into
+    /// any of its links (messages dealt round robin); 0 = one FIFO per
+    /// output link, fed by the messages whose route starts there.
+    pub injection_fifos: u32,
 }
 
 const NONE: u32 = u32::MAX;
@@ -301,6 +314,11 @@ struct Msg {
     id: u32,
     route: u32,
     route_len: u32,
+    /// UGAL: length of the Valiant route stored after the minimal one (0:
+    /// none).
+    alt_len: u32,
+    /// The link its packets leave the source by (adaptive: the escape's).
+    first: u32,
     bytes: u64,
     n_packets: u64,
     created: u64,
@@ -645,21 +663,30 @@ pub struct PacketFabric {
     torus: bool,
     n_classes: u8,
     per_class: u8,
+    /// VC classes by dragonfly hop (`cfg.hop_kind` given).
+    by_hop: bool,
+    /// Injection FIFOs per endpoint (`cfg.injection_fifos`; 0: per link).
+    fifos: usize,
+    /// Next injection FIFO of each endpoint (`fifos > 0`).
+    next_fifo: Vec<u32>,
+    /// A route needed more hop classes than configured (first such, as text).
+    overflow: Option<String>,
 
     links: Vec<Link>,
-    /// `link·vcs + vc` are the input buffers, `n_links·vcs + l` the
-    /// injection FIFO feeding link `l`.
+    /// `link·vcs + vc` are the input buffers, `n_links·vcs + f` injection
+    /// FIFO `f` (feeding link `f`, or endpoint `f / fifos`'s FIFO `f mod
+    /// fifos`).
     buffers: Vec<Buffer>,
     stamp: u32,
-    /// Port `l` is link `l`'s buffers, port `n_links + l` the injection FIFO
-    /// of link `l`.
+    /// Port `l` is link `l`'s buffers, port `n_links + f` injection FIFO
+    /// `f`.
     ports: Vec<Port>,
     /// Per port: outputs that skipped a request of it because it was busy.
     wanted: Vec<Vec<u32>>,
     dirty: Vec<u32>,
     dirty_work: Vec<u32>,
 
-    // Messages waiting at the source, per injection link.
+    // Messages waiting at the source, per injection FIFO.
     pend_head: Vec<u32>,
     pend_tail: Vec<u32>,
 
@@ -788,15 +815,52 @@ impl PacketFabric {
                 links.bandwidth[l]
             ));
         }
+        let by_hop = !cfg.hop_kind.is_empty();
+        if by_hop {
+            if cfg.hop_kind.len() != n {
+                return bad(format!(
+                    "hop_kind has {} entries, expected one per link ({n})",
+                    cfg.hop_kind.len()
+                ));
+            }
+            if any_dateline || cfg.adaptive.is_some() {
+                return bad(
+                    "hop classes with datelines or torus adaptive routing, expected one VC scheme"
+                        .into(),
+                );
+            }
+            if cfg.hop_classes == 0 || cfg.vcs < cfg.hop_classes {
+                return bad(format!(
+                    "vcs={} for {} VC classes by hop, expected at least {} (one per class keeps a dragonfly deadlock free)",
+                    cfg.vcs, cfg.hop_classes, cfg.hop_classes.max(1)
+                ));
+            }
+        }
+        if let Some(u) = &cfg.ugal {
+            if !by_hop || u.n_links() != n {
+                return bad(format!(
+                    "UGAL over {} links with {} hop kinds, expected the network's {n} links and their hop kinds",
+                    u.n_links(),
+                    cfg.hop_kind.len()
+                ));
+            }
+        }
         let vcs = cfg.vcs as usize;
-        let n_q = n
-            .checked_mul(vcs + 1)
-            .filter(|&q| q < NONE as usize)
+        let fifos = cfg.injection_fifos as usize;
+        let n_fifo = if fifos == 0 {
+            Some(n)
+        } else {
+            n_endpoints.checked_mul(fifos)
+        };
+        let n_q = n_fifo
+            .and_then(|f| n.checked_mul(vcs)?.checked_add(f))
+            .filter(|&q| q < NONE as usize && q + n < NONE as usize)
             .ok_or_else(|| {
                 CoreError::InvalidArgument(format!(
-                    "packet model: {n} links × ({vcs} VCs + 1 injection FIFO) buffers exceed 32-bit ids"
+                    "packet model: {n} links × {vcs} VCs and the injection FIFOs exceed 32-bit ids"
                 ))
             })?;
+        let n_fifo = n_q - n * vcs;
         let n_nodes = link_dst
             .iter()
             .map(|&d| d as usize + 1)
@@ -805,6 +869,8 @@ impl PacketFabric {
             .max(n_endpoints);
         let (n_classes, per_class) = if any_dateline {
             (2u8, cfg.vcs / 2)
+        } else if by_hop {
+            (cfg.hop_classes, cfg.vcs / cfg.hop_classes)
         } else {
             (1u8, cfg.vcs)
         };
@@ -865,15 +931,19 @@ impl PacketFabric {
             torus: any_dateline,
             n_classes,
             per_class,
+            by_hop,
+            fifos,
+            next_fifo: vec![0; if fifos > 0 { n_endpoints } else { 0 }],
+            overflow: None,
             links: link_state,
             buffers,
             stamp: 0,
-            ports: vec![Port::default(); 2 * n],
-            wanted: vec![Vec::new(); 2 * n],
+            ports: vec![Port::default(); n + n_fifo],
+            wanted: vec![Vec::new(); n + n_fifo],
             dirty: Vec::new(),
             dirty_work: Vec::new(),
-            pend_head: vec![NONE; n],
-            pend_tail: vec![NONE; n],
+            pend_head: vec![NONE; n_fifo],
+            pend_tail: vec![NONE; n_fifo],
             packets: Vec::new(),
             free_packets: Vec::new(),
             msgs: Vec::new(),
@@ -1053,6 +1123,9 @@ impl PacketFabric {
     /// Set `p`'s VC for link `l` (and its torus class state).
     #[inline]
     fn choose_vc(&mut self, p: usize, l: usize) {
+        if self.by_hop {
+            return self.choose_hop_vc(p, l);
+        }
         let pk = &mut self.packets[p];
         if !self.torus {
             pk.vc = pk.spread;
@@ -1071,6 +1144,80 @@ impl PacketFabric {
         pk.dim = d;
         pk.class = class;
         pk.vc = class + self.n_classes * pk.spread;
+    }
+
+    /// Dragonflies: the VC class moves up after a global link and between
+    /// two local links ([`ugal::hop_classes`]); `dim` keeps the last router
+    /// link's kind.
+    fn choose_hop_vc(&mut self, p: usize, l: usize) {
+        let kind = self.cfg.hop_kind[l];
+        let pk = &mut self.packets[p];
+        let prev = if pk.dim == NOT_TORUS {
+            ENDPOINT
+        } else {
+            pk.dim
+        };
+        let mut class = pk.class;
+        if kind != ENDPOINT && (prev == GLOBAL || (prev == LOCAL && kind == LOCAL)) {
+            class += 1;
+        }
+        if kind != ENDPOINT {
+            pk.dim = kind;
+        }
+        if class >= self.n_classes {
+            if self.overflow.is_none() {
+                self.overflow = Some(format!(
+                    "packet model: a route needs VC class {} on link {l}, but vcs={} gives {} classes by hop; \
+                     expected --vcs at least {}",
+                    class,
+                    self.cfg.vcs,
+                    self.n_classes,
+                    class + 1
+                ));
+            }
+            class = self.n_classes - 1;
+        }
+        pk.class = class;
+        pk.vc = class + self.n_classes * pk.spread;
+    }
+
+    /// One line when a route needed more VC classes than the dragonfly's
+    /// configuration gives (the run's VCs then were not deadlock free by
+    /// construction, so its result must not be used).
+    pub fn class_overflow(&self) -> Option<&str> {
+        self.overflow.as_deref()
+    }
+
+    /// UGAL-L at the source router: packet `p` of a message with a Valiant
+    /// route takes it when `q_min · H_min > q_val · H_val` (Kim et al. 2008
+    /// §4.2), `q` the packets queued for the route's next output here
+    /// (requests waiting for it, and its downstream buffers' slots in use),
+    /// `H` the route's router-to-router links.
+    fn ugal_choose(&mut self, p: usize) {
+        let pk = self.packets[p];
+        let m = self.msgs[pk.msg as usize];
+        if m.alt_len == 0 || pk.hop != 1 {
+            return;
+        }
+        let kind = &self.cfg.hop_kind;
+        let (min, val) = (m.route as usize, (m.route + m.route_len) as usize);
+        let h_min = ugal::router_hops(&self.routes[min..min + m.route_len as usize], kind);
+        let h_val = ugal::router_hops(&self.routes[val..val + m.alt_len as usize], kind);
+        let queue = |o: u32| -> u64 {
+            let link = &self.links[o as usize];
+            let base = o as usize * self.vcs;
+            let used: u64 = (0..self.vcs)
+                .map(|v| (self.cfg.buffer_packets - self.buffers[base + v].credits) as u64)
+                .sum();
+            link.req.len() as u64 + used + u64::from(link.busy)
+        };
+        let (o_min, o_val) = (self.routes[min + 1], self.routes[val + 1]);
+        if queue(o_min) * h_min as u64 > queue(o_val) * h_val as u64 {
+            let pkm = &mut self.packets[p];
+            pkm.route = val as u32;
+            pkm.route_len = m.alt_len;
+            pkm.next_link = o_val;
+        }
     }
 
     fn alloc_packet(&mut self, pk: Packet) -> u32 {
@@ -1114,7 +1261,12 @@ impl PacketFabric {
         let a = self.cfg.adaptive.as_ref().expect("adaptive");
         let pk = self.packets[p as usize];
         let at = if pk.port as usize >= self.n_links {
-            a.src(pk.port - self.n_links as u32)
+            let f = pk.port - self.n_links as u32;
+            if self.fifos > 0 {
+                f / self.fifos as u32
+            } else {
+                a.src(f)
+            }
         } else {
             self.links[pk.port as usize].dst
         };
@@ -1178,7 +1330,7 @@ impl PacketFabric {
         self.request(p);
     }
 
-    /// Fill the injection FIFO of link `l` from the messages waiting there.
+    /// Fill injection FIFO `l` from the messages waiting there.
     fn refill(&mut self, l: usize, t: Ps) {
         let q = self.n_links * self.vcs + l;
         let cap = self.cfg.injection_packets.max(1);
@@ -1205,7 +1357,7 @@ impl PacketFabric {
                 msg: m as u32,
                 queue: q as u32,
                 next: NONE,
-                next_link: l as u32,
+                next_link: msg.first,
                 route: msg.route,
                 route_len: msg.route_len,
                 hop: 0,
@@ -1218,7 +1370,7 @@ impl PacketFabric {
             };
             self.seq += 1;
             let p = self.alloc_packet(pk);
-            self.choose_vc(p as usize, l);
+            self.choose_vc(p as usize, msg.first as usize);
             self.occ_change(q, t, true);
             self.enqueue(p);
         }
@@ -1398,7 +1550,7 @@ impl PacketFabric {
         self.msgs[m].left -= 1;
         if self.msgs[m].left == 0 {
             arrived.push((t, self.msgs[m].id));
-            self.live_route -= self.msgs[m].route_len as usize;
+            self.live_route -= (self.msgs[m].route_len + self.msgs[m].alt_len) as usize;
             self.free_msgs.push(m as u32);
             self.msgs_alive -= 1;
         }
@@ -1408,6 +1560,9 @@ impl PacketFabric {
         match ev {
             Event::Wake => {}
             Event::Ready(p) => {
+                if self.cfg.ugal.is_some() {
+                    self.ugal_choose(p as usize);
+                }
                 let l = self.packets[p as usize].next_link as usize;
                 self.choose_vc(p as usize, l);
                 self.enqueue(p);
@@ -1496,15 +1651,18 @@ impl PacketFabric {
         for &m in &self.free_msgs {
             live[m as usize] = false;
         }
-        let mut moved = vec![NONE; self.msgs.len()];
+        // Per message: (new offset, old offset); a packet keeps its place
+        // relative to its message's (UGAL's Valiant route follows the minimal).
+        let mut moved = vec![(NONE, NONE); self.msgs.len()];
         let mut fresh = Vec::with_capacity(2 * self.live_route + 64);
         for (m, msg) in self.msgs.iter_mut().enumerate() {
             if live[m] {
                 let off = fresh.len();
                 let old = msg.route as usize;
-                fresh.extend_from_slice(&self.routes[old..old + msg.route_len as usize]);
+                let len = (msg.route_len + msg.alt_len) as usize;
+                fresh.extend_from_slice(&self.routes[old..old + len]);
+                moved[m] = (off as u32, msg.route);
                 msg.route = off as u32;
-                moved[m] = off as u32;
             }
         }
         let mut free = vec![false; self.packets.len()];
@@ -1513,7 +1671,8 @@ impl PacketFabric {
         }
         for (p, pk) in self.packets.iter_mut().enumerate() {
             if !free[p] {
-                pk.route = moved[pk.msg as usize];
+                let (new, old) = moved[pk.msg as usize];
+                pk.route = new + (pk.route - old);
             }
         }
         self.routes = fresh;
@@ -1547,8 +1706,24 @@ impl Fabric for PacketFabric {
             "packet model: more than 2³² route entries in flight"
         );
         self.routes.extend_from_slice(&msg.links[..len]);
-        self.live_route += len;
+        let mut alt_len = 0;
+        if let Some(u) = &self.cfg.ugal {
+            u.valiant(msg.id as u64, msg.src, msg.dst, &mut self.routes)
+                .expect("a dragonfly route between two of its endpoints");
+            alt_len = self.routes.len() - route - len;
+            if self.routes[route + len..] == msg.links[..len] {
+                self.routes.truncate(route + len); // one group: Valiant is minimal
+                alt_len = 0;
+            }
+        }
+        self.live_route += len + alt_len;
         let n_packets = msg.bytes.div_ceil(self.cfg.packet_bytes).max(1);
+        // Its first link (adaptive: the dimension-order one; a multipath
+        // route's links are not in path order).
+        let first = match &self.cfg.adaptive {
+            Some(a) => a.escape(msg.src, msg.dst),
+            None => msg.links[0],
+        };
         let record = Msg {
             id: msg.id,
             route: if self.cfg.adaptive.is_some() {
@@ -1557,6 +1732,8 @@ impl Fabric for PacketFabric {
                 route as u32
             },
             route_len: len as u32,
+            alt_len: alt_len as u32,
+            first,
             bytes: msg.bytes,
             n_packets,
             created: 0,
@@ -1571,12 +1748,14 @@ impl Fabric for PacketFabric {
             self.msgs.push(record);
             (self.msgs.len() - 1) as u32
         };
-        // The injection FIFO of its first link (adaptive: of its
-        // dimension-order first link; a multipath route's links are not in
-        // path order).
-        let l = match &self.cfg.adaptive {
-            Some(a) => a.escape(msg.src, msg.dst) as usize,
-            None => msg.links[0] as usize,
+        // The injection FIFO of its first link, or its endpoint's next FIFO.
+        let l = if self.fifos == 0 {
+            first as usize
+        } else {
+            let e = msg.src as usize;
+            let k = self.next_fifo[e];
+            self.next_fifo[e] = (k + 1) % self.fifos as u32;
+            e * self.fifos + k as usize
         };
         if self.pend_tail[l] == NONE {
             self.pend_head[l] = m;
@@ -1672,6 +1851,10 @@ pub(crate) mod tests {
             dateline: vec![],
             eject_handling: 0,
             adaptive: None,
+            hop_kind: vec![],
+            hop_classes: 0,
+            ugal: None,
+            injection_fifos: 0,
         }
     }
 
@@ -2499,6 +2682,185 @@ pub(crate) mod tests {
             ..adaptive_cfg(&t, 2, 2)
         };
         assert!(bad(both).contains("adaptive routing with datelines"));
+    }
+
+    /// A dragonfly(a, p, h, g) as a test network (1 GB/s, 20 ns links), its
+    /// UGAL geometry and hop kinds, and minimal routes.
+    fn dragonfly_net(a: u64, p: u64, h: u64, g: u64) -> (Net, UgalDragonfly, Vec<u8>) {
+        let df = crate::routing::dragonfly::Dragonfly::new(a, p, h, g).unwrap();
+        let (src, dst) = df.links();
+        let mut net = Net::new(df.n_endpoints() as usize);
+        for &d in &dst {
+            net.link(d, 1e9, 20_000);
+        }
+        let u = UgalDragonfly::new(a, p, h, g, &src, &dst, 5).unwrap();
+        let kind = u.link_kinds();
+        (net, u, kind)
+    }
+
+    fn dragonfly_cfg(kind: &[u8], classes: u8, ugal: Option<UgalDragonfly>) -> PacketConfig {
+        PacketConfig {
+            packet_bytes: 256,
+            header_bytes: 32,
+            vcs: classes,
+            buffer_packets: 2,
+            router_delay: 10_000,
+            hop_kind: kind.to_vec(),
+            hop_classes: classes,
+            ugal,
+            ..config()
+        }
+    }
+
+    /// Every endpoint of group `i` sends to the endpoint in the same place
+    /// of group `i + 1`: the minimal routes of a whole group share one
+    /// global cable (Kim et al. 2008's adversarial pattern).
+    fn group_shift_sends(u: &UgalDragonfly, a: u64, p: u64, g: u64, per: u32) -> Vec<Send> {
+        let n = (a * p * g) as u32;
+        let mut sends = vec![];
+        for k in 0..per {
+            for s in 0..n {
+                let d = (s + (a * p) as u32) % n;
+                let mut route = vec![];
+                u.minimal(s, d, &mut route).unwrap();
+                sends.push(Send {
+                    t: 0,
+                    id: k * n + s,
+                    src: s,
+                    dst: d,
+                    bytes: 4 * 256,
+                    route,
+                });
+            }
+        }
+        sends
+    }
+
+    #[test]
+    fn hop_classes_keep_heavy_dragonfly_traffic_moving() {
+        // dragonfly(4, 2, 2, 9), minimal routes, shallow buffers, every
+        // endpoint sending to random others at once: with one VC class per
+        // hop phase nothing deadlocks and every packet arrives.
+        let (net, u, kind) = dragonfly_net(4, 2, 2, 9);
+        let n = 72u32;
+        let mut sends = vec![];
+        for k in 0..20u32 {
+            for s in 0..n {
+                let d = ((s as u64 + 1 + hash3(9, s as u64, k as u64, 0) % (n as u64 - 1))
+                    % n as u64) as u32;
+                let mut route = vec![];
+                u.minimal(s, d, &mut route).unwrap();
+                sends.push(Send {
+                    t: 0,
+                    id: k * n + s,
+                    src: s,
+                    dst: d,
+                    bytes: 3 * 256,
+                    route,
+                });
+            }
+        }
+        let mut f = net.fabric(dragonfly_cfg(&kind, 2, None));
+        let out = drive(&mut f, &sends);
+        assert_eq!(out.len(), sends.len(), "{:?}", f.stalled());
+        assert!(f.class_overflow().is_none());
+        assert_within_depth(&f);
+        // A Valiant route needs a third class: with two it is reported, never silent.
+        let mut v = sends.clone();
+        for s in &mut v {
+            s.route.clear();
+            u.valiant(s.id as u64, s.src, s.dst, &mut s.route).unwrap();
+        }
+        let mut f = net.fabric(dragonfly_cfg(&kind, 2, None));
+        drive(&mut f, &v);
+        assert!(
+            f.class_overflow()
+                .unwrap()
+                .contains("expected --vcs at least 3"),
+            "{:?}",
+            f.class_overflow()
+        );
+    }
+
+    #[test]
+    fn ugal_spreads_an_adversarial_shift_over_valiant_routes() {
+        // Group i → group i+1: minimally, each group's 8 endpoints share
+        // one global cable; UGAL-L sends packets around it once its queue
+        // builds up, so the pattern finishes much sooner; every packet takes
+        // its minimal or its Valiant route (link bytes add up either way).
+        let (a, p, h, g) = (4u64, 2u64, 2u64, 9u64);
+        let (net, u, kind) = dragonfly_net(a, p, h, g);
+        let sends = group_shift_sends(&u, a, p, g, 4);
+        let run = |cfg: PacketConfig| {
+            let mut f = net.fabric(cfg);
+            let out = drive(&mut f, &sends);
+            assert_eq!(out.len(), sends.len(), "{:?}", f.stalled());
+            assert!(f.class_overflow().is_none(), "{:?}", f.class_overflow());
+            assert_within_depth(&f);
+            let end = out.iter().map(|x| x.0).max().unwrap();
+            (end, f.packet_hops(), f.link_bytes().iter().sum::<f64>())
+        };
+        let (t_min, hops_min, _) = run(dragonfly_cfg(&kind, 3, None));
+        let (t_ugal, hops_ugal, bytes_ugal) = run(dragonfly_cfg(&kind, 3, Some(u.clone())));
+        // Minimal: 128 packets of 288 B through one 1 GB/s cable, ≈ 36.9 µs.
+        // UGAL-L sees only its own router's queues (Kim et al. §4.2: it
+        // diverts late and not enough, unlike UGAL-G), so it does not reach
+        // the injection bound (4.6 µs); at least a quarter off is its claim.
+        assert!(4 * t_ugal < 3 * t_min, "UGAL {t_ugal} ps, minimal {t_min} ps");
+        assert!(hops_ugal > hops_min, "some packets went the long way");
+        assert_eq!(bytes_ugal, (hops_ugal * (256 + 32)) as f64);
+    }
+
+    #[test]
+    fn one_injection_fifo_feeds_one_link_at_a_time() {
+        // Torus node 0 of a 4-ring sends one message + and one − (both
+        // neighbours). One FIFO per link: both leave at once and arrive
+        // together. One FIFO per endpoint: the second message's packets
+        // wait behind the first's.
+        let (t, net, dims, date) = torus_net(&[4]);
+        let route = |d: u64| {
+            let mut r = vec![];
+            t.dor_into(&[0], Tie::Positive, 0, d, &mut r);
+            r
+        };
+        let sends = vec![
+            Send {
+                t: 0,
+                id: 0,
+                src: 0,
+                dst: 1,
+                bytes: 8 * 256,
+                route: route(1),
+            },
+            Send {
+                t: 0,
+                id: 1,
+                src: 0,
+                dst: 3,
+                bytes: 8 * 256,
+                route: route(3),
+            },
+        ];
+        let cfg = |fifos| PacketConfig {
+            packet_bytes: 256,
+            header_bytes: 0,
+            vcs: 2,
+            link_dim: dims.clone(),
+            dateline: date.clone(),
+            injection_fifos: fifos,
+            ..config()
+        };
+        let end = |fifos| {
+            let mut f = net.fabric(cfg(fifos));
+            let out = drive(&mut f, &sends);
+            assert_within_depth(&f);
+            out.iter().map(|x| x.0).max().unwrap()
+        };
+        // 256 B at 1 GB/s: 256 ns a packet, 20 ns of link latency
+        let ser = 256_000;
+        assert_eq!(end(0), 8 * ser + 20_000);
+        assert_eq!(end(1), 16 * ser + 20_000);
+        assert_eq!(end(2), 8 * ser + 20_000);
     }
 
     fn fat_tree_sends(x: &Xgft, per_node: u32, seed: u64) -> Vec<Send> {

@@ -22,8 +22,9 @@ from .sweep import SimTask, build, platform_for, run_sweep
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
            "profile_of", "check_model_options"]
 
-#: the model that has NIC ports (``--ports``)
-PORTS_MODELS = ("loggops",)
+#: the models that have NIC ports (``--ports``: LogGOPS's k ports; the packet
+#: model's injection FIFOs per endpoint)
+PORTS_MODELS = ("loggops", "packet")
 
 
 def _int_list(text: str) -> list[int]:
@@ -107,6 +108,8 @@ def packet_options(args) -> PacketOptions:
     :class:`PacketOptions`' defaults)."""
     given = {dest: getattr(args, f"packet_{dest}") for _, dest, _, _ in _PACKET_FLAGS
              if getattr(args, f"packet_{dest}", None) is not None}
+    if getattr(args, "ports", None) is not None and getattr(args, "model", None) == "packet":
+        given["injection_fifos"] = args.ports
     return PacketOptions(**given)
 
 
@@ -168,7 +171,9 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
                         "detached (the send completes at once, the data leaves once the receive is posted "
                         "too: SimGrid's detached sends, SMPI's default)")
     p.add_argument("--ports", type=bounded_int(1, MAX_PORTS, what="NIC ports per endpoint"), default=None,
-                   help=f"NIC ports per endpoint, 1..{MAX_PORTS}; loggops only (default 1)")
+                   help=f"NIC ports per endpoint, 1..{MAX_PORTS}: loggops's k ports (default 1); the packet "
+                        "model's injection FIFOs, each feeding one packet at a time into any link (default: "
+                        "one per output link)")
     p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
                    help="bandwidth sharing of the flow model: maxmin (default) or cm02 (SimGrid's)")
     p.add_argument("--nic-bandwidth", type=_nic_bandwidth, default=None,

@@ -501,13 +501,13 @@ class EngineConfig:
         common = dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
                       buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
                       allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
-                      injection_packets=pk.injection_packets, eject_handling=_ps(pk.eject_handling),
+                      injection_packets=pk.injection_packets, injection_fifos=pk.injection_fifos,
+                      eject_handling=_ps(pk.eject_handling),
                       link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32))
-        if network.router.per_packet:
-            raise SpecError(f"routing {network.router.name} on {topo.spec}: the packet model does not route "
-                            "per packet on dragonflies yet, expected minimal or valiant")
         if network.router.name == "adaptive" and topo.family == "torus":
             return dict(common, **_adaptive_torus(topo, pk))
+        if topo.family == "dragonfly" and network.router.name in _DRAGONFLY_CLASSES:
+            return dict(common, **_dragonfly_hops(topo, network.router, pk))
         if network.router.multipath:   # it would silently take the first path of every split route
             raise SpecError(f"packet model with routing {network.router.name}: a message split over several "
                             "paths, expected a routing with one path per message (on tori: dor, shortest, or "
@@ -517,6 +517,35 @@ class EngineConfig:
             raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "
                             "dateline's second virtual channel keeps dimension-order routing deadlock free)")
         return dict(common, link_dim=link_dim, dateline=dateline)
+
+
+#: VC classes by hop a dragonfly routing needs (``src/engine/ugal.rs``): minimal
+#: local-global-local 2; UGAL's Valiant through a group (l g l g l) 3; the
+#: static Valiant through a random router (l g l l g l) 4
+_DRAGONFLY_CLASSES = {"minimal": 2, "ugal": 3, "valiant": 4}
+
+
+def _dragonfly_hops(topo, router, pk) -> dict:
+    """VCs by hop class on a dragonfly (deadlock free: a class never falls
+    along a route and within one only local → global waits), and UGAL-L's
+    geometry for ``routing ugal`` (Kim et al. 2008 §4.2)."""
+    name = router.name
+    classes = _DRAGONFLY_CLASSES[name]
+    if pk.vcs < classes:
+        raise SpecError(f"packet model with routing {name} on {topo.spec}: vcs={pk.vcs}, expected at least "
+                        f"{classes} (one VC class per hop phase keeps a dragonfly deadlock free)")
+    n, a = topo.n_endpoints, topo.params["a"]
+    src, dst = np.asarray(topo.src, np.int64), np.asarray(topo.dst, np.int64)
+    endpoint = (src < n) | (dst < n)
+    same_group = (src - n) // a == (dst - n) // a
+    kind = np.where(endpoint, 0, np.where(same_group, 1, 2)).astype(np.uint8)
+    out = dict(hop_kind=kind, hop_classes=classes)
+    if name == "ugal":
+        P = topo.params
+        out.update(dragonfly=(int(P["a"]), int(P["p"]), int(P["h"]), int(P["g"])),
+                   ugal_seed=int(router.options.get("seed", 0)),
+                   link_src=np.ascontiguousarray(topo.src, dtype=np.uint32))
+    return out
 
 
 def _adaptive_torus(topo, pk) -> dict:

@@ -26,6 +26,11 @@ paper describes, and says which:
   every input a queue per output;
 - ``injection_packets`` 0: the NIC takes the next packet of a message when
   its first link can accept it (no separate injection FIFO limit);
+- ``injection_fifos`` 0: one injection FIFO per output link (a node keeps all
+  its links busy); ``k > 0``: ``k`` FIFOs per endpoint, each feeding one
+  packet at a time into any of its links, messages dealt to them round robin
+  (``--ports k`` with ``--model packet``): a node that can keep only a few
+  links busy (all-to-all paper §3.1 on BG/L's injection);
 - ``eject_handling`` 0 s: the destination consumes packets at link rate. A
   positive value is the receiving NIC's time per packet (one packet at a time
   per endpoint; the packet holds its reception-buffer slot until handled), so a
@@ -51,10 +56,11 @@ QUEUES = ("input", "voq")
 MAX_PACKET_STATE = 1 << 28
 #: bounds: (lowest, highest) per integer option
 _BOUNDS = {"packet_bytes": (1, 1 << 16), "header_bytes": (0, 4096), "vcs": (1, 16),
-           "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20)}
+           "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64)}
 _UNITS = {"packet_bytes": "bytes of payload per packet", "header_bytes": "header bytes per packet",
           "vcs": "virtual channels per link", "buffer_packets": "packets per VC input buffer",
-          "injection_packets": "packets per injection FIFO, 0 = no limit"}
+          "injection_packets": "packets per injection FIFO, 0 = no limit",
+          "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link"}
 #: longest router delay, s
 MAX_ROUTER_DELAY = 1e-3
 
@@ -81,6 +87,7 @@ class PacketOptions:
     allocator: str = "round-robin"
     queues: str = "input"
     injection_packets: int = 0
+    injection_fifos: int = 0
     eject_handling: float = 0.0
 
     def __post_init__(self):

@@ -188,3 +188,42 @@ def test_adaptive_routing_refuses_what_could_deadlock(kw, words):
     sched = generate("alltoall", "direct", 16, count=16 * 64, itemsize=1)
     with pytest.raises(SpecError, match=re.escape(words)):
         simulate(sched, Platform(network=net), _packet(**kw))
+
+
+def test_dragonfly_routings_need_a_vc_class_per_hop_phase():
+    # minimal l-g-l: 2 classes; UGAL's Valiant through a group (l g l g l): 3; the static Valiant through a
+    # random router (l g l l g l): 4 (src/engine/ugal.rs). Fewer is refused before any work.
+    sched = generate("alltoall", "shift", 72, count=72 * 256, itemsize=1)
+    for routing, classes in (("minimal", 2), ("ugal", 3), ("valiant", 4)):
+        net = make_network("dragonfly:4,2,2,9", 72, routing=routing, order="identity")
+        with pytest.raises(SpecError, match=re.escape(f"vcs={classes - 1}, expected at least {classes} (one VC "
+                                                      "class per hop phase")):
+            simulate(sched, Platform(network=net), _packet(vcs=classes - 1))
+        assert simulate(sched, Platform(network=net), _packet(vcs=classes)).time > 0
+
+
+def test_ugal_takes_valiant_routes_only_when_minimal_queues_build():
+    # Group i → group i + 1 (every endpoint's shift by a·p = 8): minimally a group's 8 endpoints share one
+    # global cable. UGAL-L diverts part of the traffic over Valiant routes (more packet-hops, less time);
+    # the flow model has no queues to choose by and refuses the routing.
+    sched = generate("alltoall", "shift", 72, count=72 * 4096, itemsize=1)
+    runs = {}
+    for routing in ("minimal", "ugal"):
+        net = make_network("dragonfly:4,2,2,9", 72, routing=routing, order="identity")
+        runs[routing] = simulate(sched, Platform(network=net), _packet(vcs=3))
+    assert runs["ugal"].packet_hops > runs["minimal"].packet_hops
+    assert runs["ugal"].time < runs["minimal"].time
+    with pytest.raises(SpecError, match="the flow model needs a static route, but ugal chooses"):
+        simulate(sched, Platform(network=make_network("dragonfly:4,2,2,9", 72, routing="ugal")), EngineConfig("flow"))
+
+
+def test_one_injection_fifo_per_endpoint_serialises_a_nodes_sends():
+    # torus:4, node 0 sends 8 packets to each neighbour (1 and 3) and nothing else moves: with a FIFO per
+    # output link both leave together; with one FIFO per endpoint (--ports 1) one after the other.
+    sched = relay(4, [(0, 1)], 8 * 2048)
+    both = generate("alltoall", "direct", 4, count=4 * 8 * 2048, itemsize=1)
+    net = make_network("torus:4", 4, order="identity")
+    one = simulate(sched, Platform(network=net), _packet()).time
+    per_link = simulate(both, Platform(network=net), _packet()).time
+    per_node = simulate(both, Platform(network=net), _packet(injection_fifos=1)).time
+    assert per_node > per_link >= one
