@@ -71,7 +71,7 @@ class Schedule:
         The generator's parameters (``n``, ``root``, ...), resolved.
     needs : OperatorNeeds
         Operator properties the algorithm relies on.
-    pattern : Circulant/Rankwise/OpsPattern
+    pattern : Circulant/Array/Rankwise/OpsPattern
         The one description of the algorithm (:mod:`topocoll.schedules.pattern`):
         ``ops_for(rank)``, ``all_ops()``, ``buffers()``, ``chunks(block_bytes)``.
     root : int or None

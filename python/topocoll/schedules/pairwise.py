@@ -30,8 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from .common import ceil_log, check_count, check_p, floor_log2
-from .ir import LEFT, RIGHT, OperatorNeeds, RankBuilder, Schedule, block_bounds
-from .pattern import RankwisePattern
+from .arraypattern import ArrayBuilder, ArrayPattern
+from .arraypattern import lower_first as lower_first_sides
+from .ir import LEFT, RIGHT, OperatorNeeds, Schedule, block_bounds
 from .registry import algorithm
 from ..errors import SpecError
 
@@ -106,44 +107,78 @@ def lower_first(peer: int, me: int) -> str:
     return LEFT if peer < me else RIGHT
 
 
-def fold_in(b: RankBuilder, rank: int, n: int, mate: int, blocks) -> None:
-    """Round 0 of the fold on one rank: a leftover rank (``n < 0``) sends
-    ``blocks`` of its input to its mate, which reduces them into its own,
-    the lower rank's data in front."""
-    if n < 0:
+def fold_roles(p: int, leftover: str, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fold_role` of every rank in ``ranks`` (NumPy): arrays ``(n, mate)``."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    pof2 = 1 << floor_log2(p)
+    q = p - pof2
+    if leftover == "neighbours":
+        low, even = ranks < 2 * q, ranks % 2 == 0
+        n = np.where(low, np.where(even, -1, ranks // 2), ranks - q)
+        mate = np.where(low, np.where(even, ranks + 1, ranks - 1), -1)
+        return n, mate
+    n = np.where(ranks >= pof2, -1, ranks)
+    mate = np.where(ranks >= pof2, ranks - pof2, np.where(ranks < q, ranks + pof2, -1))
+    return n, mate
+
+
+def survivors(p: int, leftover: str, n: np.ndarray) -> np.ndarray:
+    """:func:`survivor` of every butterfly rank in ``n`` (NumPy)."""
+    n = np.asarray(n, dtype=np.int64)
+    if leftover == "neighbours":
+        q = p - (1 << floor_log2(p))
+        return np.where(n < q, 2 * n + 1, n + q)
+    return n
+
+
+def fold_classes(p: int, leftover: str, ranks: np.ndarray) -> np.ndarray:
+    """The class of each rank in the fold: 0 folds away, 1 takes a leftover
+    rank's input over, 2 neither (every other rank-wise difference of the
+    fold patterns is in peers, blocks and sides)."""
+    n, mate = fold_roles(p, leftover, ranks)
+    return np.where(n < 0, 0, np.where(mate >= 0, 1, 2))
+
+
+def fold_in(b: ArrayBuilder, n: np.ndarray, mate: np.ndarray, blocks) -> None:
+    """Round 0 of the fold on one class of ranks (``b.ranks``, with fold
+    roles ``n``, ``mate``): a leftover rank (``n < 0``) sends ``blocks`` of
+    its input to its mate, which reduces them into its own, the lower rank's
+    data in front."""
+    if n[0] < 0:
         b.send(mate, blocks, round=0)
-    elif mate >= 0:
+    elif mate[0] >= 0:
         b.recv(mate, blocks, buf="tmp", round=0)
-        b.reduce(blocks, src="tmp", side=lower_first(mate, rank), round=0)
+        b.reduce(blocks, src="tmp", side=lower_first_sides(mate, b.ranks), round=0)
 
 
-def fold_out(b: RankBuilder, n: int, mate: int, blocks, *, round: int) -> None:
-    """The last round of the fold on one rank: the mate hands the result back."""
-    if n < 0:
+def fold_out(b: ArrayBuilder, n: np.ndarray, mate: np.ndarray, blocks, *, round: int) -> None:
+    """The last round of the fold: the mate hands the result back."""
+    if n[0] < 0:
         b.recv(mate, blocks, round=round)
-    elif mate >= 0:
+    elif mate[0] >= 0:
         b.send(mate, blocks, round=round)
 
 
-def pairwise_rank_ops(p: int, leftover: str, blocks):
-    """``rank_ops(rank, b)``: one rank's part of the pairwise exchange on
-    ``blocks`` of ``data``: the fold, ``⌊log2 P⌋`` butterfly rounds in which
-    survivor ``n`` exchanges with survivor ``n XOR 2^l`` and reduces (lower
-    rank in front), the unfold."""
+def pairwise_pattern(p: int, leftover: str, blocks=(0,)) -> ArrayPattern:
+    """The pairwise exchange on ``blocks`` of ``data`` as an array pattern:
+    the fold, ``⌊log2 P⌋`` butterfly rounds in which survivor ``n`` exchanges
+    with survivor ``n XOR 2^l`` and reduces (lower rank in front), the
+    unfold. Three classes of ranks (:func:`fold_classes`); one block list,
+    so every member of a class has its data flow."""
     k = floor_log2(p)
     r0 = int(p > 1 << k)                      # rounds taken by the fold
 
-    def rank_ops(rank: int, b: RankBuilder) -> None:
-        n, mate = fold_role(p, leftover, rank)
-        fold_in(b, rank, n, mate, blocks)
-        if n >= 0:
+    def record(b: ArrayBuilder) -> None:
+        n, mate = fold_roles(p, leftover, b.ranks)
+        fold_in(b, n, mate, blocks)
+        if n[0] >= 0:
             for level in range(k):
-                peer = survivor(p, leftover, n ^ (1 << level))
+                peer = survivors(p, leftover, n ^ (1 << level))
                 b.exchange(peer, blocks, recv_buf="tmp", round=r0 + level)
-                b.reduce(blocks, src="tmp", side=lower_first(peer, rank), round=r0 + level)
+                b.reduce(blocks, src="tmp", side=lower_first_sides(peer, b.ranks), round=r0 + level)
         fold_out(b, n, mate, blocks, round=r0 + k)
 
-    return rank_ops
+    return ArrayPattern(p, lambda ranks: fold_classes(p, leftover, ranks), record)
 
 
 def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize) -> Schedule:
@@ -154,7 +189,7 @@ def _pairwise_schedule(collective: str, name: str, p, leftover, count, itemsize)
     count, itemsize = check_count(name, count, itemsize)
     needs = OperatorNeeds(commutative=leftover == "last" and p & (p - 1) != 0)
     return Schedule(collective, name, p, count, itemsize, block_bounds(count, 1),
-                    {"leftover": leftover}, needs, RankwisePattern(p, pairwise_rank_ops(p, leftover, (0,))))
+                    {"leftover": leftover}, needs, pairwise_pattern(p, leftover))
 
 
 @algorithm(collective="allreduce", name="pairwise_exchange", params={"leftover": "neighbours"},
@@ -259,35 +294,45 @@ def butterfly(p: int, *, leftover: str = "neighbours", count: int = 1, itemsize:
     return _pairwise_schedule("barrier", "butterfly", p, leftover, count, itemsize)
 
 
-def _virtual_rank_ops(p: int):
-    """``rank_ops(rank, b)`` of the virtual-process butterfly: rank ``r``
-    plays role ``r`` and, if ``r + P < 2^k``, virtual role ``r + P`` (in
-    ``virt``, from a copy of its input); role ``v`` exchanges with role
-    ``v XOR 2^l`` in round ``l``, played by rank ``w`` or ``w - P``."""
+def _virtual_pattern(p: int) -> ArrayPattern:
+    """The virtual-process butterfly as an array pattern: rank ``r`` plays
+    role ``r`` and, if ``r + P < 2^k``, virtual role ``r + P`` (in ``virt``,
+    from a copy of its input); role ``v`` exchanges with role ``v XOR 2^l``
+    in round ``l``, played by rank ``w`` or ``w - P``. Classes: whether a
+    rank plays a virtual role, and whether the partner of each of its roles
+    in the last round is virtual (one block, so the data flow is the class's)."""
     k = ceil_log(p, 2)
     blocks = (0,)
+    top = 1 << max(k - 1, 0)
 
-    def rank_ops(rank: int, b: RankBuilder) -> None:
-        roles = (rank, rank + p) if rank + p < 1 << k else (rank,)
+    def classify(ranks: np.ndarray) -> np.ndarray:
+        virtual = ranks + p < 1 << k
+        last_real = ((ranks ^ top) >= p) & (k > 0)
+        last_virtual = virtual & (((ranks + p) ^ top) >= p) & (k > 0)
+        return np.stack([virtual, last_real, last_virtual], axis=1).astype(np.int64)
+
+    def record(b: ArrayBuilder) -> None:
+        r = b.ranks
+        roles = (r, r + p) if r[0] + p < 1 << k else (r,)
         if len(roles) > 1:
             b.copy(blocks, dst="virt", src="data", round=0)
         for level in range(k):
             # roles in increasing order: a rank posts for its real role first,
             # so two messages between the same ranks match in posting order
-            for v in roles:
+            for real, v in zip((True, False), roles):
                 w = v ^ (1 << level)
-                buf, tmp = ("data", "tmp") if v < p else ("virt", "vtmp")
-                peer = w if w < p else w - p
+                buf, tmp = ("data", "tmp") if real else ("virt", "vtmp")
+                peer = np.where(w < p, w, w - p)
                 last = level == k - 1
                 # a virtual role's final result is never read: in the last
                 # round it only sends, and its real partner sends it nothing
-                if not (last and w >= p):
+                if not (last and w[0] >= p):
                     b.send(peer, blocks, buf=buf, round=level)
-                if not (last and v >= p):
+                if not (last and not real):
                     b.recv(peer, blocks, buf=tmp, round=level)
-                    b.reduce(blocks, dst=buf, src=tmp, side=lower_first(w, v), round=level)
+                    b.reduce(blocks, dst=buf, src=tmp, side=lower_first_sides(w, v), round=level)
 
-    return rank_ops
+    return ArrayPattern(p, classify, record)
 
 
 @algorithm(collective="allreduce", name="butterfly_virtual", params={}, needs="commutative, idempotent",
@@ -339,4 +384,4 @@ def butterfly_virtual(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     virtual = p & (p - 1) != 0
     needs = OperatorNeeds(commutative=virtual, idempotent=virtual)
     return Schedule("allreduce", "butterfly_virtual", p, count, itemsize, block_bounds(count, 1), {},
-                    needs, RankwisePattern(p, _virtual_rank_ops(p)))
+                    needs, _virtual_pattern(p))

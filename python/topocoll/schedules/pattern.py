@@ -9,7 +9,7 @@ asks nothing else of it:
   (:mod:`topocoll.schedules.program`; the simulator).
 
 Dependencies are derived once, by data flow, in
-:class:`~topocoll.schedules.ir.RankBuilder`. Three kinds of pattern:
+:class:`~topocoll.schedules.ir.RankBuilder`. Four kinds of pattern:
 
 - :class:`Circulant` (DIY2's "partners" idea: Morozov & Peterka 2016): every
   rank runs rank 0's operations with peers and blocks moved by a group
@@ -17,8 +17,12 @@ Dependencies are derived once, by data flow, in
   rank 0 alone and is the same on every rank, because the action is a
   bijection on ranks and on blocks; the program is then vectorised over
   ranks, so ``P = 65,536`` streams without one Python object per op.
+- :class:`~.arraypattern.ArrayPattern`: patterns whose ranks differ (trees,
+  folds, halving and doubling), recorded for classes of ranks at once with
+  NumPy arrays: the program is scattered round by round, no Python object
+  per operation;
 - :class:`RankwisePattern`: a function building one rank's operations, for
-  patterns whose ranks differ (trees, folds, halving): ``ops_for`` costs one
+  the rank-wise patterns not yet described as arrays: ``ops_for`` costs one
   rank's work only; the program merges the ranks.
 - :class:`OpsPattern`: explicit op lists for every rank (mutants,
   hand-written schedules, generators not yet described otherwise).

@@ -20,16 +20,19 @@ et al. 2016 §III-D, ``../shared/seeds/butterfly-allreduce-gaspi.txt``):
 
 The ring is one :class:`~.pattern.Circulant` pattern (rank ``r`` runs rank
 0's steps with block ``b`` read as ``(b + r) mod P``), so its op program is
-vectorised over ranks; Rabenseifner's ranks differ and are described one rank
-at a time (:class:`~.pattern.RankwisePattern`).
+vectorised over ranks; Rabenseifner's ranks differ and are described for a
+class of ranks at a time, with NumPy arrays (:class:`~.arraypattern.ArrayPattern`).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from .arraypattern import ArrayBuilder, ArrayPattern, Run, lower_first
 from .common import check_count, check_p, floor_log2
-from .ir import OperatorNeeds, RankBuilder, Schedule, block_bounds
-from .pairwise import fold_in, fold_out, fold_role, lower_first, survivor
-from .pattern import LOWER_FIRST, Circulant, CirculantPattern, RankwisePattern
+from .ir import OperatorNeeds, Schedule, block_bounds
+from .pairwise import fold_classes, fold_in, fold_out, fold_roles, survivors
+from .pattern import LOWER_FIRST, Circulant, CirculantPattern
 from .registry import algorithm
 
 PAPER_RING = ("Thakur, Rabenseifner & Gropp 2005 §4.4 ([17] in End et al. 2016 §III-D, "
@@ -215,46 +218,52 @@ def ring_allreduce(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
 
 # ---- Rabenseifner ------------------------------------------------------------
 
-def _rabenseifner_rank_ops(p: int):
-    """``rank_ops(rank, b)`` of Rabenseifner's allreduce: one rank's operations.
+def _rabenseifner_pattern(p: int) -> ArrayPattern:
+    """Rabenseifner's allreduce as an array pattern (one description for
+    one rank's ops and the whole program).
 
     After the fold (:func:`~.pairwise.fold_in`) survivor ``n`` holds blocks
     ``[lo, lo + size)`` before halving step ``j`` (``mask = 2^j``,
     ``size = 2^(k-j)``); it keeps the lower half if bit ``j`` of ``n`` is 0,
     else the upper half (MPICH's order), so at the end of the halving it owns
     block ``bitreverse_k(n)``. The doubling retraces the steps backwards.
-    Block lists are ``range`` objects (O(1) memory each), so one rank's
-    ``O(log P)`` operations are built without touching any other rank.
+    ``lo`` is an array over the ranks of a class (:func:`~.pairwise.fold_classes`);
+    survivor ``n``'s block ranges are survivor 0's moved by ``XOR
+    bitreverse_k(n)``, a bijection that keeps every overlap between them, so
+    a class has one data flow. Block lists are ``range`` objects (O(1)
+    memory each).
     """
     k = floor_log2(p)
     pof2 = 1 << k
     every = range(pof2)
     r0 = int(p > pof2)                       # rounds taken by the fold
 
-    def rank_ops(rank: int, b: RankBuilder) -> None:
-        n, mate = fold_role(p, "neighbours", rank)
-        fold_in(b, rank, n, mate, every)
-        if n >= 0:
+    def record(b: ArrayBuilder) -> None:
+        ranks = b.ranks
+        n, mate = fold_roles(p, "neighbours", ranks)
+        fold_in(b, n, mate, every)
+        if n[0] >= 0:
             steps = []                       # (peer, lo, half, upper) per halving step
-            lo, size = 0, pof2
+            lo, size = np.zeros(len(ranks), dtype=np.int64), pof2
             for j in range(k):
                 mask, half = 1 << j, size >> 1
-                peer = survivor(p, "neighbours", n ^ mask)
-                upper = bool(n & mask)       # this rank keeps the upper half
-                lower_half, upper_half = range(lo, lo + half), range(lo + half, lo + size)
-                send, keep = (lower_half, upper_half) if upper else (upper_half, lower_half)
-                b.send(peer, send, round=r0 + j)
-                b.recv(peer, keep, buf="tmp", round=r0 + j)
-                b.reduce(keep, src="tmp", side=lower_first(peer, rank), round=r0 + j)
+                peer = survivors(p, "neighbours", n ^ mask)
+                upper = (n & mask) != 0      # these ranks keep the upper half
+                send = np.where(upper, lo, lo + half)
+                keep = np.where(upper, lo + half, lo)
+                b.send(peer, Run(send, half), round=r0 + j)
+                b.recv(peer, Run(keep, half), buf="tmp", round=r0 + j)
+                b.reduce(Run(keep, half), src="tmp", side=lower_first(peer, ranks), round=r0 + j)
                 steps.append((peer, lo, half, upper))
-                lo, size = lo + (half if upper else 0), half
+                lo, size = keep, half
             for i, (peer, lo, half, upper) in enumerate(reversed(steps)):
-                mine, theirs = (lo + half, lo) if upper else (lo, lo + half)
-                b.send(peer, range(mine, mine + half), round=r0 + k + i)
-                b.recv(peer, range(theirs, theirs + half), round=r0 + k + i)
+                mine = np.where(upper, lo + half, lo)
+                theirs = np.where(upper, lo, lo + half)
+                b.send(peer, Run(mine, half), round=r0 + k + i)
+                b.recv(peer, Run(theirs, half), round=r0 + k + i)
         fold_out(b, n, mate, every, round=r0 + 2 * k)
 
-    return rank_ops
+    return ArrayPattern(p, lambda ranks: fold_classes(p, "neighbours", ranks), record)
 
 
 @algorithm(collective="allreduce", name="rabenseifner", params={}, needs="associative",
@@ -313,4 +322,4 @@ def rabenseifner(p: int, *, count: int = 1, itemsize: int = 8) -> Schedule:
     p = check_p("rabenseifner", p)
     count, itemsize = check_count("rabenseifner", count, itemsize)
     return Schedule("allreduce", "rabenseifner", p, count, itemsize, block_bounds(count, 1 << floor_log2(p)), {},
-                    OperatorNeeds(), RankwisePattern(p, _rabenseifner_rank_ops(p)))
+                    OperatorNeeds(), _rabenseifner_pattern(p))
