@@ -33,6 +33,8 @@ EXIT_INTERRUPTED = 130
 MAX_VERIFY_ALL = 256
 #: largest P of ``demo`` (it verifies every allreduce algorithm symbolically)
 MAX_DEMO_P = 1024
+#: ``compare`` on a terminal: seconds before its progress bar and streamed lines appear
+PROGRESS_DELAY = 0.5
 
 __all__ = ["main", "build_parser", "parse_value", "parse_params"]
 
@@ -277,13 +279,88 @@ def _print_ranking(collective, p, rows, model, platform) -> None:
         print(_table(table))
 
 
+class _Progress:
+    """``compare``'s live output on stderr (stdout keeps only the final tables).
+
+    On a terminal: a tqdm progress bar and one line per (algorithm, size) as
+    it finishes, from :data:`PROGRESS_DELAY` s on (the lines of earlier
+    results come out then; a comparison done sooner prints only its tables).
+    With ``--stream``: the lines at once, wherever stderr goes (no bar unless
+    it is a terminal).
+    """
+
+    def __init__(self, label: str, *, stream: bool):
+        import threading
+        import time
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.delay = 0.0 if stream else PROGRESS_DELAY
+        self.tty = sys.stderr.isatty()
+        self.active = self.tty or stream
+        self.bar, self.waiting, self.live, self.timer = None, [], self.delay == 0, None
+        self.lock = threading.Lock()
+        if self.tty:
+            from tqdm import tqdm
+            self.bar = tqdm(desc=label, unit="run", file=sys.stderr, delay=self.delay, leave=False,
+                            dynamic_ncols=True)
+
+    def __call__(self, ev) -> None:
+        shown = ", ".join(f"{k}={v}" for k, v in (ev.params or {}).items())
+        what = ev.algorithm + (f" ({shown})" if shown else "")
+        size = _bytes(ev.size) if ev.size else "no message"
+        result = f"{ev.time * 1e6:.2f} µs" if ev.estimate is not None else f"left out: {ev.left_out}"
+        with self.lock:
+            self.waiting.append(f"[{ev.done}/{ev.total}] {size}  {what}: {result}")
+            if self.bar is not None:
+                if self.bar.total is None:
+                    self.bar.total = ev.total
+                self.bar.update(1)
+            left = self.start + self.delay - self.clock()
+            if not self.live and left > 0:
+                if self.timer is None:     # started after rank() forked its workers: no thread crosses a fork
+                    import threading
+                    self.timer = threading.Timer(left, self._flush, kwargs={"now": True})
+                    self.timer.daemon = True
+                    self.timer.start()
+                return
+            self._flush()
+
+    def _flush(self, now: bool = False) -> None:
+        if now:
+            with self.lock:
+                self.live = True
+                self._flush()
+            return
+        self.live = True
+        for line in self.waiting:
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)
+            else:
+                print(line, file=sys.stderr, flush=True)
+        self.waiting.clear()
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        with self.lock:
+            self.live = True          # no more lines: a quick comparison's are dropped
+            self.waiting.clear()
+            if self.bar is not None:
+                self.bar.close()
+
+
 def cmd_compare(args) -> int:
     from .schedules.registry import check_collective
     from .tune import rank
     check_collective(args.collective)
     sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
-    rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op)
+    progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
+    try:
+        rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op,
+                    workers=args.jobs, on_result=progress if progress.active else None)
+    finally:
+        progress.close()
     _print_ranking(args.collective, args.procs, rows, model, platform)
     return 0
 
@@ -418,6 +495,7 @@ def _compare_arguments(p) -> None:
     from .schedules.registry import MAX_P
     from .sim import MODELS
     from .sim.cli import add_engine_arguments
+    from .tune.rank import MAX_WORKERS
     p.add_argument("collective")
     p.add_argument("-P", "--procs", type=positive_int, required=True, help=f"number of ranks (1..{MAX_P})")
     p.add_argument("--sizes", default="8,64K,4M",
@@ -444,6 +522,13 @@ def _compare_arguments(p) -> None:
     p.add_argument("--model", choices=tuple(MODELS),
                    help="alpha-beta-gamma (default without --topology), static (default with it), or an "
                         "event-driven model: loggops, flow, congestion, packet (`topocoll simulate`)")
+    p.add_argument("--jobs", type=bounded_int(1, MAX_WORKERS, what="worker processes"), default=None,
+                   metavar="N", help="evaluate candidates on N worker processes (default: every CPU, in-process "
+                                     f"when the work is small; 1: in-process; at most {MAX_WORKERS})")
+    p.add_argument("--stream", action="store_true",
+                   help="print each candidate's result on stderr as it finishes (on a terminal this and a "
+                        "progress bar show anyway after "
+                        f"{PROGRESS_DELAY:g} s); stdout keeps only the final tables")
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 
