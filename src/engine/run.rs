@@ -839,7 +839,10 @@ pub(crate) mod tests {
         c.small = Small::Detached;
         let detached = run(&p, Sync::Deps, &c);
         assert_eq!(detached.op_end[4], 0, "the send completes when posted");
-        assert_eq!(detached.msg_inject[1], 2_000_000, "the data moves when the receive is posted");
+        assert_eq!(
+            detached.msg_inject[1], 2_000_000,
+            "the data moves when the receive is posted"
+        );
         assert_eq!(detached.op_end[3], 3_000_000);
         // A receive posted before the send: the data moves at the send's post.
         assert_eq!(detached.msg_inject[0], 0);

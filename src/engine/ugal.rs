@@ -129,7 +129,10 @@ pub fn hop_classes(route: &[u32], kind: &[u8], out: &mut Vec<u8>) {
 
 /// Router-to-router links of a route (UGAL's `H`).
 pub fn router_hops(route: &[u32], kind: &[u8]) -> usize {
-    route.iter().filter(|&&l| kind[l as usize] != ENDPOINT).count()
+    route
+        .iter()
+        .filter(|&&l| kind[l as usize] != ENDPOINT)
+        .count()
 }
 
 #[cfg(test)]
