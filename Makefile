@@ -14,7 +14,7 @@ $(VENV)/bin/python:
 
 $(STAMP)-deps: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.26" "tqdm>=4.66" mpich "mpi4py>=4" \
+	$(PY) -m pip install -q "maturin>=1.5,<2" "numpy>=1.26" "tqdm>=4.66" "matplotlib>=3.8" mpich "mpi4py>=4" \
 	    "pytest>=8" pytest-timeout pytest-xdist "hypothesis>=6" pillow
 	touch $@
 
