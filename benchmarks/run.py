@@ -26,7 +26,11 @@ def _existing_sections(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     parts = re.split(r"^<!-- bench: (\S+) -->\n", path.read_text(), flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2]))
+    texts = parts[2::2]
+    # main's "\n".join put one newline after every section but the last: take it off again, so
+    # that a run with --only leaves the other sections byte for byte as they were
+    texts = [t[:-1] if i < len(texts) - 1 and t.endswith("\n") else t for i, t in enumerate(texts)]
+    return dict(zip(parts[1::2], texts))
 
 
 def main(argv=None):
@@ -35,7 +39,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None,
                         help="module names without the bench_ prefix")
     args = parser.parse_args(argv)
-    sections = _existing_sections(Path(args.out)) if args.only else {}
+    sections = {}
     for path in sorted(HERE.glob("bench_*.py")):
         name = path.stem[len("bench_"):]
         if args.only and name not in args.only:
@@ -54,6 +58,8 @@ def main(argv=None):
         f"{platform.machine()} with {platform.python_implementation()} {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}. Each section names the command that reproduces it.\n"
     )
+    if args.only:   # read now, not at the start: keeps what another run wrote meanwhile
+        sections = {**_existing_sections(Path(args.out)), **sections}
     body = "\n".join(f"{MARK.format(name)}\n{text}" for name, text in sorted(sections.items()))
     Path(args.out).write_text(header + "\n" + body)
     print(f"wrote {args.out}", file=sys.stderr)
