@@ -183,7 +183,79 @@ impl Xgft {
     }
 
     /// Append the links of the route `s -> d` (endpoint indices) to `out`.
+    ///
+    /// Walks the node digits instead of recomputing them per hop (the
+    /// congestion model's lockstep path routes 430 M pairs for a shift
+    /// all-to-all over 20,736 endpoints): `s`'s `a` digits are peeled off one
+    /// level at a time on the way up while the chosen parent digits `b` are
+    /// kept, and the way down puts `d`'s `a` digits back while dropping them;
+    /// every value fits 32 bits (checked in [`Xgft::new`]), so the few
+    /// divisions left are 32-bit. Equal to the per-hop formulas
+    /// (`route_into_per_hop`, tests).
     pub fn route_into(&self, rule: FatTreeRule, s: u64, d: u64, out: &mut Vec<u32>) {
+        if s == d {
+            return;
+        }
+        let h = self.h;
+        // d's digits and the LCA level (highest level whose digit differs)
+        let mut ddig = [0u32; 16];
+        let (mut ss, mut dd) = (s as u32, d as u32);
+        let mut lca = 0;
+        for i in 0..h {
+            if ss == dd {
+                break;
+            }
+            let m = self.m[i] as u32;
+            ddig[i] = dd % m;
+            if ss % m != ddig[i] {
+                lca = i + 1;
+            }
+            ss /= m;
+            dd /= m;
+        }
+        // up: a level-l node is low + W_l · (a_{l+1} + m_{l+1} · rest)
+        let mut ups = [0u32; 16];
+        let mut q = d as u32; // d-mod-k: u_l = (d / prod_{k<l} w_k p_k) mod (w_l p_l)
+        let mut low = 0u64; // b digits chosen so far
+        let mut rest = s; // a digits above the current level (with the current one)
+        let mut x = s;
+        for (l, up_l) in ups.iter_mut().enumerate().take(lca) {
+            let up = (self.w[l] * self.p[l]) as u32;
+            let u = match rule {
+                FatTreeRule::DModK => q % up,
+                FatTreeRule::Random(seed) => {
+                    (super::graph::hash3(seed, s, d, l as u64) % up as u64) as u32
+                }
+            };
+            q /= up;
+            *up_l = u;
+            out.push((self.link_offset[l] + x * self.deg(l) + u as u64) as u32);
+            let b = (u % self.w[l] as u32) as u64;
+            rest = (rest as u32 / self.m[l] as u32) as u64;
+            low += self.wprod[l] * b;
+            x = low + self.wprod[l + 1] * rest;
+        }
+        // down: put d's a digits back, drop the b digits
+        let mut y = x;
+        let mut above = rest; // a digits above level l (shared by s and d)
+        for l in (1..=lca).rev() {
+            let a = ddig[l - 1] as u64;
+            let j = (ups[l - 1] / self.w[l - 1] as u32) as u64;
+            out.push(
+                (self.link_offset[l] + y * self.deg(l) + self.up(l) + a * self.p[l - 1] + j)
+                    as u32,
+            );
+            let b = (ups[l - 1] % self.w[l - 1] as u32) as u64;
+            low -= self.wprod[l - 1] * b;
+            above = a + self.m[l - 1] * above;
+            y = low + self.wprod[l - 1] * above;
+        }
+        debug_assert_eq!(y, d);
+    }
+
+    /// The route by the per-hop formulas (the reference of [`Xgft::route_into`]).
+    #[cfg(test)]
+    pub fn route_into_per_hop(&self, rule: FatTreeRule, s: u64, d: u64, out: &mut Vec<u32>) {
         if s == d {
             return;
         }
@@ -280,5 +352,64 @@ mod tests {
             }
             assert_eq!(*load.iter().max().unwrap(), 1, "shift {}", shift);
         }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// The digit walk equals the per-hop formulas on every pair of small
+    /// trees (XGFT and PGFT, both rules) and on sampled pairs of the
+    /// 20,736-endpoint tree.
+    #[test]
+    fn digit_walk_equals_per_hop_formulas() {
+        let trees: [(&[u64], &[u64], &[u64]); 5] = [
+            (&[4, 4, 4], &[1, 4, 4], &[1, 1, 1]),
+            (&[3, 5], &[2, 3], &[1, 2]),
+            (&[12, 12], &[1, 6], &[1, 2]),
+            (&[2, 3, 4, 2], &[3, 2, 1, 2], &[2, 1, 3, 1]),
+            (&[12, 12, 12, 12], &[1, 12, 12, 6], &[1, 1, 1, 2]),
+        ];
+        for (m, w, p) in trees {
+            let x = Xgft::new(m, w, p).unwrap();
+            let n = x.n_endpoints();
+            let step = if n > 1000 { 7919 } else { 1 };
+            for rule in [FatTreeRule::DModK, FatTreeRule::Random(5)] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for s in (0..n).step_by(step.min(n as usize) as usize) {
+                    for d in (0..n).step_by(if n > 1000 { 13 } else { 1 }) {
+                        a.clear();
+                        b.clear();
+                        x.route_into(rule, s, d, &mut a);
+                        x.route_into_per_hop(rule, s, d, &mut b);
+                        assert_eq!(a, b, "{m:?} {w:?} {p:?} {rule:?}: {s} -> {d}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Routes per second on the network-noise paper's largest tree (20,736
+    /// endpoints, d-mod-k), shift pairs: `cargo test --release -- --ignored
+    /// --nocapture route_speed`.
+    #[test]
+    #[ignore]
+    fn route_speed() {
+        let x = Xgft::new(&[12, 12, 12, 12], &[1, 12, 12, 6], &[1, 1, 1, 2]).unwrap();
+        let n = x.n_endpoints();
+        let mut out = Vec::with_capacity(16);
+        let mut sum = 0u64;
+        let t = std::time::Instant::now();
+        let rounds = 200u64;
+        for k in 1..=rounds {
+            for s in 0..n {
+                out.clear();
+                x.route_into(FatTreeRule::DModK, s, (s + k * 97) % n, &mut out);
+                sum += out.iter().map(|&l| l as u64).sum::<u64>();
+            }
+        }
+        let dt = t.elapsed().as_secs_f64();
+        println!("{:.1} ns per route (checksum {sum})", dt * 1e9 / (rounds * n) as f64);
     }
 }
