@@ -55,6 +55,22 @@ quantity both ranks time takes the slower rank):
 All of it is timed from Python through mpi4py, so the overheads include
 mpi4py's per-call cost: the profile describes what topocoll's executor sees,
 not the bare MPI library.
+
+**A cluster from its OSU results** (no MPI here)::
+
+    topocoll calibrate --from-osu intra:lat.txt inter:lat.txt inter:bw.txt inter:mbw_mr.txt \
+        p=64,ppn=32:allreduce.txt -o cluster.json
+
+reads the text of the OSU Micro-Benchmarks (:mod:`topocoll.mpi.osu`) and
+writes a profile with costs per level (:func:`profile_from_osu`): α, β from
+``osu_latency`` (:func:`fit_alpha_beta`, eager threshold by
+:func:`find_break`), streaming and both-ways bandwidth from ``osu_bw`` and
+``osu_bibw``, message rate from ``osu_mbw_mr``. The inter-node level becomes
+the profile's network parameters (the engine has no nodes yet: the
+intra-node level is stored for the node model of issue 19 §1). γ is not
+identifiable from OSU output and is kept (``--local PROFILE`` or the
+simulator's default), said so in the summary; collective tables are kept in
+the profile's meta for comparing predictions (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -73,12 +89,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError, TopocollError
-from ..sim.profile import MachineProfile, save_profile
+from ..sim.profile import LevelCosts, MachineProfile, load_profile, save_profile
 from .bench_cli import run_launcher
+from .osu import LEVELS, POINT_TO_POINT, OsuSpec, OsuTable, parse_spec, read_osu
 
 __all__ = ["Fit", "fit_alpha_beta", "find_break", "calibrate", "exchange_schedule", "measure_pingpong",
            "measure_loggp", "measure_kernels", "measure_executor", "add_calibrate_parser", "main",
-           "SIZES", "QUICK_SIZES"]
+           "profile_from_osu", "OsuCalibration", "SIZES", "QUICK_SIZES"]
 
 #: ping-pong sizes, bytes: 8 B to 4 MiB, about a factor 4 apart
 SIZES = (8, 64, 512, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20)
@@ -96,6 +113,11 @@ PRTT_N = 16
 SETTLE = 50e-6
 #: a two-segment fit must cut the squared residual by this factor to count as a break
 BREAK_GAIN = 4.0
+#: γ kept when OSU output is all there is and no --local profile is given:
+#: the simulator's default reduce_bandwidth (sim/cli.py, B/s)
+DEFAULT_REDUCE_BANDWIDTH = 4e9
+#: at most this many warnings printed by --from-osu (the rest counted)
+MAX_WARNINGS_SHOWN = 20
 _CHILD_ENV = "TOPOCOLL_CALIBRATE_COMMAND"
 _LAUNCHER_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
@@ -547,6 +569,198 @@ def measure_kernels(comm, reps: int, rng, notes: list) -> dict:
                 kernel_fit_residual={k: f.residual for k, f in fits.items()})
 
 
+# ---- a cluster from its OSU results (pure) ------------------------------------------
+
+@dataclass(frozen=True)
+class OsuCalibration:
+    """What :func:`profile_from_osu` made: the profile, the summary lines
+    it prints, and the warnings (``file:line: ...``) of what it did not use."""
+
+    profile: MachineProfile
+    summary: list
+    warnings: list
+
+
+def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: str = "",
+                     command: str = "") -> OsuCalibration:
+    """A :class:`~topocoll.sim.profile.MachineProfile` with costs per level
+    from OSU Micro-Benchmarks output files.
+
+    Parameters
+    ----------
+    specs : sequence of str or OsuSpec
+        ``LEVEL:FILE`` for the point-to-point benchmarks (``intra`` or
+        ``inter``: OSU output does not say whether the two ranks shared a
+        node), ``p=N[,ppn=N]:FILE`` for ``osu_allreduce`` / ``osu_alltoall``
+        (:func:`topocoll.mpi.osu.parse_spec`). At most one file per
+        benchmark and level.
+    local : MachineProfile, optional
+        A profile from ``topocoll calibrate`` on one of the cluster's nodes:
+        its γ, copy and over throughputs are kept (OSU output has none).
+    local_path : str
+        Where ``local`` came from (recorded).
+    command : str
+        The command line to record.
+
+    Notes
+    -----
+    Per level: ``osu_latency`` → α, β by :func:`fit_alpha_beta` over all
+    its sizes (relative residuals), the eager threshold by
+    :func:`find_break`; ``osu_bw`` → ``stream_bandwidth`` (its largest
+    value: the plateau); ``osu_bibw`` → ``bidirectional_bandwidth``;
+    ``osu_mbw_mr`` → ``message_rate`` (largest messages/s, all pairs),
+    ``message_rate_bandwidth`` (largest MB/s).
+
+    The top-level fields, which every model reads, are the ``inter``
+    level's (``intra``'s when only it was measured, with a note): ``alpha``,
+    ``beta``, ``stream_bandwidth``; for the event models ``G = 1 /
+    stream_bandwidth`` (``β`` when there is no ``osu_bw``), ``g`` = pairs /
+    message rate (one pair's gap between messages), ``L = α`` and
+    ``o_send = o_recv = 0`` (OSU does not split a message's latency into
+    overheads and wire: with these the engine charges a small message
+    exactly α, :meth:`MachineProfile.loggops`).
+
+    γ is not identifiable from OSU output: an allreduce's time mixes it with
+    the library's algorithm (unknown: it changes with size) and with the
+    ranks sharing each NIC and memory system. It is kept — ``local``'s, or
+    :data:`DEFAULT_REDUCE_BANDWIDTH` — and the summary says which.
+
+    Raises
+    ------
+    SpecError
+        One line: a file's problem (``file:line``, :mod:`topocoll.mpi.osu`),
+        a point-to-point file without its level, a collective without ``p``,
+        two files for one benchmark and level, or no ``osu_latency`` at all.
+    """
+    tables: dict[tuple[str, str], OsuTable] = {}
+    collectives, warnings, files = [], [], []
+    for spec in specs:
+        spec = parse_spec(spec) if isinstance(spec, str) else spec
+        table = read_osu(spec.path)
+        warnings += table.warnings
+        _check_qualifiers(spec, table)
+        files.append(dict(path=spec.path, benchmark=f"osu_{table.benchmark}", title=table.title,
+                          level=spec.level, p=spec.p, ppn=spec.ppn, rows=len(table.sizes)))
+        if table.benchmark in POINT_TO_POINT:
+            key = (spec.level, table.benchmark)
+            if key in tables:
+                raise SpecError(f"--from-osu: two osu_{table.benchmark} files for level {spec.level} "
+                                f"({tables[key].path}, {spec.path}), expected at most one")
+            tables[key] = table
+        else:
+            collectives.append(dict(benchmark=f"osu_{table.benchmark}", path=spec.path, p=spec.p, ppn=spec.ppn,
+                                    points=table.points()))
+    levels, lines, notes = {}, [], []
+    for level in LEVELS:
+        if any(key[0] == level for key in tables):
+            levels[level] = _level_costs(level, tables, notes)
+    network = "inter" if levels.get("inter", LevelCosts()).beta else "intra" if levels.get("intra", LevelCosts()).beta \
+        else None
+    if network is None:
+        raise SpecError("--from-osu: no osu_latency file, expected at least one (intra:FILE or inter:FILE): "
+                        "α and β come from its ping-pong times")
+    if network == "intra":
+        notes.append("no inter-node osu_latency: the network parameters are the intra-node level's")
+    net = levels[network]
+    if local is not None:
+        gamma_from = f"kept from --local {local_path}: 1/({local.reduce_bandwidth / 1e9:.3g} GB/s)"
+    else:
+        gamma_from = (f"kept the simulator's default 1/({DEFAULT_REDUCE_BANDWIDTH / 1e9:.3g} GB/s) (give --local "
+                      "PROFILE from `topocoll calibrate` on a compute node for its own)")
+    gamma_line = ("not identifiable from OSU output (an allreduce's time mixes γ with the library's algorithm and "
+                  "with the ranks sharing each NIC and memory system); " + gamma_from)
+    rate_pairs = net.message_rate_pairs
+    profile = MachineProfile(
+        alpha=net.alpha, beta=net.beta, fit_residual=net.fit_residual,
+        reduce_bandwidth=local.reduce_bandwidth if local is not None else DEFAULT_REDUCE_BANDWIDTH,
+        stream_bandwidth=net.stream_bandwidth,
+        over_bandwidth=local.over_bandwidth if local is not None else 0.0,
+        copy_bandwidth=local.copy_bandwidth if local is not None else 0.0,
+        G=1.0 / net.stream_bandwidth if net.stream_bandwidth else 0.0,
+        g=rate_pairs / net.message_rate if net.message_rate else 0.0,
+        L=net.alpha, eager=net.eager, pingpong=net.pingpong, levels=levels,
+        meta=dict(source="osu", network_level=network, files=files, collectives=collectives,
+                  gamma=gamma_line, local_profile=local_path or None, command=command,
+                  date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                  method="OSU Micro-Benchmarks output: alpha, beta least squares (relative) on osu_latency; "
+                         "streaming bandwidth = max of osu_bw; message rate = max of osu_mbw_mr; network "
+                         "parameters = the network_level's; L = alpha, o_send = o_recv = 0, G = 1/stream, "
+                         "g = pairs/message rate",
+                  notes=notes))
+    lines.append(f"calibrate: {len(files)} OSU files ({', '.join(sorted({f['benchmark'] for f in files}))}); "
+                 f"network parameters from the {network}-node level")
+    for level in LEVELS:
+        if level in levels:
+            lines.append(f"{level + '-node':<10} {levels[level].describe()}"
+                         + (f", fit residual {levels[level].fit_residual * 100:.1f} % (RMS, relative)"
+                            if levels[level].beta else ""))
+    eager = f"{net.eager} B (break of the {network}-node ping-pong curve)" if net.eager is not None \
+        else "no break visible"
+    lines.append(f"eager      {eager}")
+    lines.append(f"γ          {gamma_line}")
+    if "intra" in levels:
+        lines.append("intra-node level stored in the profile; no model reads it until the node model (issue 19 "
+                     "§1) lands")
+    for c in collectives:
+        lines.append(f"kept       {c['benchmark']} on {c['p']} ranks" + (f", {c['ppn']} per node" if c["ppn"] else "")
+                     + f" ({len(c['points'])} sizes) in the profile's meta, to compare predictions with")
+    lines += [f"note       {n}" for n in notes]
+    return OsuCalibration(profile, lines, warnings)
+
+
+def _check_qualifiers(spec: OsuSpec, table: OsuTable) -> None:
+    """A point-to-point file needs its level and takes no p; a collective the reverse."""
+    if table.benchmark in POINT_TO_POINT:
+        if spec.level is None:
+            raise SpecError(f"--from-osu {spec.path}: osu_{table.benchmark} output without a level, expected "
+                            f"intra:{spec.path} or inter:{spec.path} (OSU output does not say whether both "
+                            "ranks shared a node)")
+        if spec.p is not None or spec.ppn is not None:
+            raise SpecError(f"--from-osu {spec.path}: p/ppn for osu_{table.benchmark} output, expected them only "
+                            "for osu_allreduce / osu_alltoall")
+        return
+    if spec.level is not None:
+        raise SpecError(f"--from-osu {spec.path}: level {spec.level} for osu_{table.benchmark} output, expected "
+                        f"p=N[,ppn=N]:{spec.path} (how many ranks ran it)")
+    if spec.p is None:
+        raise SpecError(f"--from-osu {spec.path}: osu_{table.benchmark} output without p, expected "
+                        f"p=N[,ppn=N]:{spec.path} (OSU output does not say how many ranks ran it)")
+
+
+def _level_costs(level: str, tables: dict, notes: list) -> LevelCosts:
+    """One level's :class:`LevelCosts` from its OSU tables."""
+    values: dict = {"source": [t.path for (lv, _), t in sorted(tables.items()) if lv == level]}
+    lat = tables.get((level, "latency"))
+    if lat is not None:
+        if len(lat.sizes) < 2:
+            raise SpecError(f"{lat.path}: {len(lat.sizes)} row, expected at least two sizes to fit α and β")
+        fit = fit_alpha_beta(lat.sizes, lat.values)
+        if not fit.beta > 0:
+            # as _rate does for this machine's ping-pong: the end points' slope, said in a note
+            sizes, times = lat.sizes.astype(float), lat.values
+            slope = (times[-1] - times[0]) / (sizes[-1] - sizes[0])
+            if not slope > 0:
+                raise SpecError(f"{lat.path}: {times[-1] * 1e6:.3g} µs at {lat.sizes[-1]} B is not slower than "
+                                f"{times[0] * 1e6:.3g} µs at {lat.sizes[0]} B, expected osu_latency times that grow "
+                                "with the message size")
+            notes.append(f"{lat.path}: least-squares slope {fit.beta:.3g} s/B <= 0, used the end points' slope")
+            fit = Fit(times[0] - sizes[0] * slope, slope, fit.residual)
+        values.update(alpha=max(0.0, fit.alpha), beta=fit.beta, fit_residual=fit.residual,
+                      eager=find_break(lat.sizes, lat.values), pingpong=lat.points())
+    if (bw := tables.get((level, "bw"))) is not None:
+        values["stream_bandwidth"] = float(bw.values.max())
+    if (bibw := tables.get((level, "bibw"))) is not None:
+        values["bidirectional_bandwidth"] = float(bibw.values.max())
+    if (mr := tables.get((level, "mbw_mr"))) is not None:
+        if mr.rates is None or mr.pairs is None:
+            raise SpecError(f"{mr.path}: osu_mbw_mr output without "
+                            + ("a Messages/s column" if mr.rates is None else "'# [ pairs: N ] [ window size: W ]'")
+                            + ", expected both (OSU prints them unless run with -r=0)")
+        values.update(message_rate=float(mr.rates.max()), message_rate_pairs=int(mr.pairs),
+                      message_rate_bandwidth=float(mr.values.max()))
+    return LevelCosts(**values)
+
+
 # ---- command line ------------------------------------------------------------------
 
 def _under_launcher() -> bool:
@@ -584,7 +798,15 @@ def _relaunch(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    """The verb: relaunch under mpiexec, or measure, print and write."""
+    """The verb: relaunch under mpiexec, or measure, print and write (or,
+    with ``--from-osu``, read OSU results: :func:`cmd_from_osu`)."""
+    if getattr(args, "from_osu", None):
+        return cmd_from_osu(args)
+    if getattr(args, "local", None):
+        raise SpecError("--local without --from-osu, expected --local only with --from-osu (measuring here "
+                        "takes this machine's own γ)")
+    if args.seed is None:
+        args.seed = 0
     args.command = os.environ.get(_CHILD_ENV) or getattr(args, "command", None) or \
         "topocoll calibrate " + shlex.join(_child_argv(args))
     _check_writable(args.output)
@@ -597,6 +819,29 @@ def cmd_calibrate(args) -> int:
         save_profile(profile, args.output)
         print(_summary(profile))
         print(f"wrote {args.output}", flush=True)
+    return 0
+
+
+def cmd_from_osu(args) -> int:
+    """``calibrate --from-osu``: read, fit, print, write; warnings on stderr
+    (at most :data:`MAX_WARNINGS_SHOWN`, the rest counted)."""
+    given = [flag for flag, on in (("--quick", args.quick), ("--reps", args.reps),
+                                                  ("--seed", args.seed is not None)) if on]
+    if given:
+        raise SpecError(f"{given[0]} with --from-osu, expected it only when measuring this machine (OSU results "
+                        "are read, not measured)")
+    _check_writable(args.output)
+    command = "topocoll calibrate " + shlex.join(["--from-osu", *args.from_osu, "-o", str(args.output)]
+                                                 + (["--local", args.local] if args.local else []))
+    local = load_profile(args.local) if args.local else None
+    result = profile_from_osu(args.from_osu, local=local, local_path=args.local or "", command=command)
+    for warning in result.warnings[:MAX_WARNINGS_SHOWN]:
+        print(f"topocoll: warning: {warning}", file=sys.stderr)
+    if len(result.warnings) > MAX_WARNINGS_SHOWN:
+        print(f"topocoll: warning: … and {len(result.warnings) - MAX_WARNINGS_SHOWN} more", file=sys.stderr)
+    save_profile(result.profile, args.output)
+    print("\n".join(result.summary))
+    print(f"wrote {args.output}", flush=True)
     return 0
 
 
@@ -644,7 +889,14 @@ def _add_arguments(p) -> None:
                    help="few sizes and repetitions (about a second; for tests, not for predictions)")
     p.add_argument("--reps", type=positive_int, default=None,
                    help="timed repetitions per point (default 100; 10 with --quick)")
-    p.add_argument("--seed", type=seed, default=0, help="seed of the kernels' random operands (default 0)")
+    p.add_argument("--seed", type=seed, default=None, help="seed of the kernels' random operands (default 0)")
+    p.add_argument("--from-osu", nargs="+", metavar="SPEC",
+                   help="instead of measuring, read OSU Micro-Benchmarks output: LEVEL:FILE for osu_latency, "
+                        "osu_bw, osu_bibw, osu_mbw_mr (LEVEL intra or inter: where the two ranks ran), "
+                        "p=N[,ppn=N]:FILE for osu_allreduce, osu_alltoall (docs/calibration.md)")
+    p.add_argument("--local", metavar="PROFILE",
+                   help="with --from-osu: a profile from `topocoll calibrate` on a compute node, whose γ, copy "
+                        "and over throughputs are kept (OSU output has none)")
 
 
 def add_calibrate_parser(sub) -> None:
@@ -654,7 +906,9 @@ def add_calibrate_parser(sub) -> None:
         description="Measure this machine with MPI on 2 ranks (ping-pong α-β fit, streaming bandwidth, "
                     "LogGP o, g, G, L after Netgauge, γ of the reduction and over kernels) and write a JSON "
                     "profile for `topocoll simulate --profile FILE`. Without mpiexec it relaunches itself "
-                    "under `mpiexec -n 2`.")
+                    "under `mpiexec -n 2`. With --from-osu it measures nothing: it reads a cluster's OSU "
+                    "Micro-Benchmarks results and writes a profile with intra- and inter-node levels "
+                    "(docs/calibration.md).")
     _add_arguments(p)
     p.set_defaults(func=cmd_calibrate)
 

@@ -23,6 +23,18 @@ Netgauge-style LogGP measurements), and topocoll's plan executor on top of it
 adds time per message and per call. The executor layer is the
 default: it is what runs schedules here.
 
+A profile may also carry costs per **level** (``levels``: ``intra`` for two
+ranks on one node, ``inter`` for two nodes), as ``topocoll calibrate
+--from-osu`` writes them from a cluster's OSU Micro-Benchmarks results
+(:class:`LevelCosts`). The engine has no notion of nodes yet (issue 19 §1):
+the profile's top-level α, β, G, g and L — what every model reads today —
+are the ``inter`` level's, so a cluster profile prices every message as one
+between two nodes; the ``intra`` level is stored for the node model to use
+once it lands, and read by nothing before then.
+
+Format versions: ``topocoll-machine-profile/1`` (no levels) is still read;
+profiles are written as ``topocoll-machine-profile/2``.
+
 All numbers are SI: seconds, bytes, bytes per second.
 """
 
@@ -37,10 +49,15 @@ from ..errors import ParseError, SpecError
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
-__all__ = ["MachineProfile", "load_profile", "save_profile", "PROFILE_FORMAT", "LAYERS"]
+__all__ = ["MachineProfile", "LevelCosts", "load_profile", "save_profile", "PROFILE_FORMAT", "PROFILE_FORMATS",
+           "LAYERS", "LEVELS"]
 
-#: written into every profile; a file with another value is refused
-PROFILE_FORMAT = "topocoll-machine-profile/1"
+#: written into every profile
+PROFILE_FORMAT = "topocoll-machine-profile/2"
+#: the formats read: /1 (before levels) and /2; a file with another value is refused
+PROFILE_FORMATS = ("topocoll-machine-profile/1", PROFILE_FORMAT)
+#: the levels a profile can describe: two ranks on one node, or on two nodes
+LEVELS = ("intra", "inter")
 
 #: what a profile can describe: topocoll's plan executor over MPI, or MPI alone
 LAYERS = ("executor", "mpi")
@@ -53,6 +70,83 @@ _NUMBERS = {
 }
 #: of those, the ones that are a rate or a per-byte cost and must be > 0
 _STRICT = ("beta", "stream_bandwidth", "reduce_bandwidth", "over_bandwidth", "copy_bandwidth")
+#: a level's number fields (0: not measured), with their units
+_LEVEL_NUMBERS = {"alpha": "s", "beta": "s/B", "fit_residual": "", "stream_bandwidth": "B/s",
+                  "bidirectional_bandwidth": "B/s", "message_rate": "1/s", "message_rate_bandwidth": "B/s"}
+
+
+@dataclass(frozen=True)
+class LevelCosts:
+    """Costs between two ranks at one level (SI units; 0: not measured).
+
+    Attributes
+    ----------
+    alpha, beta : float
+        ``t(m) = α + m·β`` fitted to one-way ping-pong times (``osu_latency``).
+    fit_residual : float
+        Root-mean-square relative residual of that fit.
+    stream_bandwidth : float
+        One direction, a window of messages in flight (``osu_bw``), B/s.
+    bidirectional_bandwidth : float
+        Both directions at once, summed (``osu_bibw``), B/s.
+    message_rate : float
+        Messages per second of ``message_rate_pairs`` pairs together, small
+        messages (``osu_mbw_mr``): the NIC's (inter) or the node's (intra)
+        message rate.
+    message_rate_pairs : int
+        How many pairs ``osu_mbw_mr`` ran (0: not measured).
+    message_rate_bandwidth : float
+        ``osu_mbw_mr``'s largest aggregate bandwidth, B/s: what
+        ``message_rate_pairs`` pairs share (e.g. one NIC).
+    eager : int or None
+        Eager/rendezvous threshold where the ping-pong curve breaks, bytes.
+    pingpong : list of [bytes, seconds]
+        The points the α-β fit used.
+    source : list of str
+        The files read.
+    """
+
+    alpha: float = 0.0
+    beta: float = 0.0
+    fit_residual: float = 0.0
+    stream_bandwidth: float = 0.0
+    bidirectional_bandwidth: float = 0.0
+    message_rate: float = 0.0
+    message_rate_pairs: int = 0
+    message_rate_bandwidth: float = 0.0
+    eager: int | None = None
+    pingpong: list = field(default_factory=list)
+    source: list = field(default_factory=list)
+
+    def __post_init__(self):
+        for name, unit in _LEVEL_NUMBERS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0:
+                raise SpecError(f"LevelCosts: {name}={value!r}, expected a finite number >= 0 "
+                                f"({unit})".replace(" ()", ""))
+        pairs = self.message_rate_pairs
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 0:
+            raise SpecError(f"LevelCosts: message_rate_pairs={pairs!r}, expected a whole number >= 0")
+        if self.eager is not None and (isinstance(self.eager, bool) or not isinstance(self.eager, int)
+                                       or self.eager < 0):
+            raise SpecError(f"LevelCosts: eager={self.eager!r}, expected bytes >= 0 or null")
+        for name in ("pingpong", "source"):
+            if not isinstance(getattr(self, name), list):
+                raise SpecError(f"LevelCosts: {name} is a {type(getattr(self, name)).__name__}, expected a list")
+
+    def describe(self) -> str:
+        """One line for reports."""
+        parts = []
+        if self.beta:
+            parts.append(f"α = {self.alpha * 1e6:.3g} µs, β = 1/({1 / self.beta / 1e9:.3g} GB/s)")
+        if self.stream_bandwidth:
+            parts.append(f"streaming {self.stream_bandwidth / 1e9:.3g} GB/s")
+        if self.bidirectional_bandwidth:
+            parts.append(f"both ways {self.bidirectional_bandwidth / 1e9:.3g} GB/s")
+        if self.message_rate:
+            parts.append(f"{self.message_rate / 1e6:.3g} M messages/s ({self.message_rate_pairs} pairs)")
+        return ", ".join(parts) or "nothing measured"
 
 
 @dataclass(frozen=True)
@@ -98,6 +192,9 @@ class MachineProfile:
         The half round-trip medians the fit used.
     meta : dict
         library, host, date, procs, seed, command, repetitions, ...
+    levels : dict of str to LevelCosts
+        Costs per level (``intra``, ``inter``; module doc), empty for a
+        profile of one machine from ``topocoll calibrate``.
     """
 
     alpha: float
@@ -119,8 +216,17 @@ class MachineProfile:
     eager: int | None = None
     pingpong: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    levels: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        if not isinstance(self.levels, dict):
+            raise SpecError(f"MachineProfile: levels is a {type(self.levels).__name__}, expected an object "
+                            f"keyed by {' / '.join(LEVELS)}")
+        for name, costs in self.levels.items():
+            if name not in LEVELS:
+                raise SpecError(f"MachineProfile: level {name!r}, expected one of {', '.join(LEVELS)}")
+            if not isinstance(costs, LevelCosts):
+                raise SpecError(f"MachineProfile: level {name!r} is a {type(costs).__name__}, expected LevelCosts")
         for name in _NUMBERS:
             value = getattr(self, name)
             if name not in ("alpha", "beta", "reduce_bandwidth") and value == 0:
@@ -203,15 +309,26 @@ class MachineProfile:
         values.update(overrides)
         return EngineOptions(**values)
 
+    def level(self, name: str) -> LevelCosts | None:
+        """The costs of level ``name`` (``intra`` or ``inter``), None when the
+        profile has none."""
+        if name not in LEVELS:
+            raise SpecError(f"MachineProfile: level {name!r}, expected one of {', '.join(LEVELS)}")
+        return self.levels.get(name)
+
     def as_dict(self) -> dict:
         return {"format": PROFILE_FORMAT, **asdict(self)}
 
     def describe(self) -> str:
         """One line for reports."""
-        return (f"α = {self.alpha * 1e6:.3g} µs, β = 1/({1 / self.beta / 1e9:.3g} GB/s), "
+        text = (f"α = {self.alpha * 1e6:.3g} µs, β = 1/({1 / self.beta / 1e9:.3g} GB/s), "
                 f"γ = 1/({self.reduce_bandwidth / 1e9:.3g} GB/s); LogGP o_s = {self.o_send * 1e6:.3g} µs, "
                 f"o_r = {self.o_recv * 1e6:.3g} µs, g = {self.g * 1e6:.3g} µs, "
                 f"G = 1/({(1 / self.G / 1e9) if self.G else math.inf:.3g} GB/s), L = {self.L * 1e6:.3g} µs")
+        for name in LEVELS:
+            if name in self.levels:
+                text += f"; {name}: {self.levels[name].describe()}"
+        return text
 
 
 def _check_number(where: str, name: str, value, *, strict: bool) -> float:
@@ -251,8 +368,9 @@ def load_profile(path) -> MachineProfile:
             from None
     if not isinstance(data, dict):
         raise ParseError(f"{path}: a JSON {type(data).__name__}, expected an object (a machine profile)")
-    if data.get("format") != PROFILE_FORMAT:
-        raise ParseError(f"{path}: field 'format' is {data.get('format')!r}, expected {PROFILE_FORMAT!r}")
+    if data.get("format") not in PROFILE_FORMATS:
+        raise ParseError(f"{path}: field 'format' is {data.get('format')!r}, expected "
+                         f"{' or '.join(map(repr, PROFILE_FORMATS))}")
     known = {f.name for f in fields(MachineProfile)}
     unknown = sorted(set(data) - known - {"format"})
     if unknown:
@@ -260,12 +378,34 @@ def load_profile(path) -> MachineProfile:
     for name in ("alpha", "beta", "reduce_bandwidth"):
         if name not in data:
             raise ParseError(f"{path}: field {name!r} is missing, expected a number in {_NUMBERS[name]}")
-    for name, expected in (("pingpong", list), ("meta", dict)):
+    for name, expected in (("pingpong", list), ("meta", dict), ("levels", dict)):
         if name in data and not isinstance(data[name], expected):
             raise ParseError(f"{path}: field {name!r} is a {type(data[name]).__name__}, expected a "
                              f"{expected.__name__}")
+    if "levels" in data and data["format"] == PROFILE_FORMATS[0]:
+        raise ParseError(f"{path}: field 'levels' in a {PROFILE_FORMATS[0]!r} profile, expected levels only "
+                         f"from {PROFILE_FORMAT!r} on")
+    values = {k: v for k, v in data.items() if k != "format"}
+    values["levels"] = {name: _load_level(path, name, costs) for name, costs in data.get("levels", {}).items()}
     try:
-        return MachineProfile(**{k: v for k, v in data.items() if k != "format"})
+        return MachineProfile(**values)
     except SpecError as e:
         # "MachineProfile: alpha=-1, expected ..." names the field; say which file
         raise ParseError(f"{path}: field {str(e).removeprefix('MachineProfile: ')}") from None
+
+
+def _load_level(path: Path, name: str, data) -> LevelCosts:
+    """One entry of a profile's ``levels``, with errors naming ``levels.NAME.FIELD``."""
+    if name not in LEVELS:
+        raise ParseError(f"{path}: field 'levels' has level {name!r}, expected only {', '.join(LEVELS)}")
+    if not isinstance(data, dict):
+        raise ParseError(f"{path}: field 'levels.{name}' is a {type(data).__name__}, expected an object")
+    known = {f.name for f in fields(LevelCosts)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ParseError(f"{path}: unknown field 'levels.{name}.{unknown[0]}', expected only "
+                         f"{', '.join(sorted(known))}")
+    try:
+        return LevelCosts(**data)
+    except SpecError as e:
+        raise ParseError(f"{path}: field levels.{name}.{str(e).removeprefix('LevelCosts: ')}") from None

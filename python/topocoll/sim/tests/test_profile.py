@@ -189,3 +189,46 @@ def test_models_read_alpha_differently():
     assert PROFILE.platform(model="loggops").bandwidth == pytest.approx(1 / PROFILE.G)
     assert PROFILE.engine_options(sync="rounds").sync == "rounds"
     assert PROFILE.engine_options().eager == PROFILE.eager
+
+
+# ---- format versions and levels (issue 19 §5) ------------------------------------------
+
+def test_a_version_1_profile_still_loads(tmp_path):
+    """A file as `topocoll calibrate` wrote it before levels: format /1, no 'levels'."""
+    data = {k: v for k, v in _good().items() if k != "levels"}
+    data["format"] = "topocoll-machine-profile/1"
+    profile = load_profile(_write(tmp_path, data))
+    assert profile == PROFILE and profile.levels == {} and profile.level("inter") is None
+
+
+def test_levels_round_trip_and_leave_the_top_level_alone(tmp_path):
+    from topocoll.sim.profile import LevelCosts
+
+    levels = {"intra": LevelCosts(alpha=3e-7, beta=1e-10, pingpong=[[8, 3e-7]], source=["a.txt"]),
+              "inter": LevelCosts(alpha=1.2e-6, beta=8e-11, stream_bandwidth=1.2e10, message_rate=1e8,
+                                  message_rate_pairs=16, eager=8192)}
+    profile = replace(PROFILE, levels=levels)
+    loaded = load_profile(save_profile(profile, tmp_path / "p.json"))
+    assert loaded == profile and loaded.level("intra").alpha == 3e-7
+    # the models read the top level only: levels change nothing they see (yet)
+    assert loaded.platform(model="loggops") == PROFILE.platform(model="loggops")
+    assert loaded.engine_options() == PROFILE.engine_options()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.update(levels={"inter": {"alpha": -1.0}}), "levels.inter.alpha"),
+    (lambda d: d.update(levels={"inter": {"alpah": 1.0}}), "levels.inter.alpah"),
+    (lambda d: d.update(levels={"socket": {}}), "'socket'"),
+    (lambda d: d.update(levels={"inter": [1]}), "levels.inter"),
+    (lambda d: d.update(levels=[1]), "levels"),
+    (lambda d: d.update(levels={"inter": {"message_rate_pairs": 1.5}}), "levels.inter.message_rate_pairs"),
+    (lambda d: d.update(levels={"inter": {}}, format="topocoll-machine-profile/1"), "levels"),
+])
+def test_bad_level_is_one_line_naming_file_and_field(tmp_path, change, field):
+    data = _good()
+    change(data)
+    path = _write(tmp_path, data)
+    with pytest.raises(ParseError) as err:
+        load_profile(path)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(path) and field in message, message
