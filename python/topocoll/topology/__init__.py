@@ -12,12 +12,12 @@ adjacency; routes are CSR arrays; loads are one number per link.
 1.0
 """
 
-from .dragonfly import dragonfly
+from .dragonfly import aries, dragonfly, simgrid_dragonfly
 from .fat_tree import NETWORK_NOISE_TABLE1, crossbar, kary_n_tree, network_noise_table1, pgft, xgft
-from .io import parse_ibnetdiscover, parse_ibroute
-from .metrics import (EffectiveBisection, bisection_bandwidth, diameter, effective_bisection_bandwidth,
-                      link_loads, load_histogram, pattern_pairs, summary)
-from .network import Topology
+from .io import parse_ibnetdiscover, parse_ibroute, read_rtr, read_simgrid, write_simgrid
+from .metrics import (EffectiveBisection, FlowBisection, bisection_bandwidth, diameter, effective_bisection_bandwidth,
+                      link_loads, load_histogram, max_flow_bisection, pattern_pairs, summary)
+from .network import Topology, link_classes, with_link_classes
 from .order import node_order
 from .routing import Router, make_router, route, routing_order
 from .spec import parse_topology
@@ -25,8 +25,9 @@ from .torus import torus
 
 __all__ = [
     "Topology", "parse_topology", "crossbar", "kary_n_tree", "xgft", "pgft", "network_noise_table1",
-    "NETWORK_NOISE_TABLE1", "torus", "dragonfly", "parse_ibnetdiscover", "parse_ibroute",
+    "NETWORK_NOISE_TABLE1", "torus", "dragonfly", "simgrid_dragonfly", "aries", "parse_ibnetdiscover",
+    "parse_ibroute", "read_simgrid", "write_simgrid", "read_rtr", "link_classes", "with_link_classes",
     "Router", "make_router", "route", "routing_order", "node_order",
     "pattern_pairs", "link_loads", "load_histogram", "effective_bisection_bandwidth", "EffectiveBisection",
-    "diameter", "bisection_bandwidth", "summary",
+    "diameter", "bisection_bandwidth", "max_flow_bisection", "FlowBisection", "summary",
 ]

@@ -1,9 +1,11 @@
-"""``topocoll topo SPEC [--routing R] [--order O] [--pattern P] [--ebb N --seed S] [--draw out.svg]``.
+"""``topocoll topo SPEC [--routing R] [--order O] [--pattern P] [--ebb N] [--draw F] [--export-simgrid F]``.
 
-Prints a topology's counts, diameter and theoretical bisection bandwidth;
+Prints a topology's counts, diameter and bisection bandwidth (theoretical, or a
+max-flow upper bound for imported fabrics);
 with ``--pattern`` the maximum link load and the link-load histogram of
 that pattern under the routing and node order; with ``--ebb N`` the
-effective bisection bandwidth over N random bisections (seed printed).
+effective bisection bandwidth over N random bisections (seed printed); with
+``--export-simgrid FILE`` the network and its routes as a SimGrid platform.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from ..argtypes import bounded_int, seed, writable_file
 from ..errors import SpecError
 from .draw import draw_svg
+from .io.simgrid import write_simgrid
 from .metrics import effective_bisection_bandwidth, link_loads, load_histogram, pattern_pairs, summary
 from .order import describe_rails, node_order
 from .routing import make_router
@@ -35,7 +38,10 @@ def add_topo_parser(subparsers):
         "topo", help="a network's counts, diameter, bisection and effective bisection bandwidth, link loads",
         description=__doc__.splitlines()[0])
     p.add_argument("spec", help="crossbar:N, kary:k,n, xgft:h;m..;w.., pgft:h;m..;w..;p.., table1:N, "
-                               "torus:8x8x16, torus:8x8x4m, mesh:AxB, dragonfly:a,p,h[,g], ibnet:PATH[@map=FILE]")
+                               "torus:8x8x16, torus:8x8x4m, mesh:AxB, dragonfly:a,p,h[,g], "
+                               "simgrid-dragonfly:g,l;c,l;r,l;n, aries:g[,rows,cols,nodes], ibnet:PATH[@map=FILE], "
+                               "simgrid:PLATFORM.xml, rtr:FILE; options @bw=,lat=,CLASS.bw=,CLASS.lat= "
+                               "(e.g. @host.lat=200ns)")
     p.add_argument("--routing", default=None,
                    help="engine[:key=value,...], e.g. d-mod-k, ftree, min-hop, up-down, random:seed=3, "
                         "dor:order=zyx, adaptive, minimal, valiant, ibroute:path=DIR (family default if omitted)")
@@ -52,9 +58,12 @@ def add_topo_parser(subparsers):
                    help=f"effective bisection bandwidth over N random bisections (at most {MAX_BISECTIONS})")
     p.add_argument("--seed", type=seed, default=0, help="seed of random orders, patterns and bisections (default 0)")
     p.add_argument("--draw", default=None, metavar="OUT.svg", help="draw the topology with the last pattern's loads")
+    p.add_argument("--export-simgrid", default=None, metavar="FILE.xml",
+                   help="write the network and its routes (the --routing engine's) as a SimGrid platform that SMPI "
+                        "runs (one Full zone; at most 1024 endpoints)")
     p.add_argument("--strict", action="store_true",
-                   help="fail on the first defect of real-fabric input (a corrupt or incomplete ibroute dump) "
-                        "instead of skipping that switch's table with a warning")
+                   help="fail on the first defect of real-fabric input (a corrupt or incomplete ibroute dump, a "
+                        "SimGrid platform or rtr dump element that is ignored or approximated) instead of a warning")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=topo_command)
     return p
@@ -79,10 +88,17 @@ def topo_command(args) -> int:
     """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
     if args.draw:
         writable_file("--draw", args.draw)     # before any work: a typo must not cost the run
-    topo = parse_topology(args.spec)
+    export = getattr(args, "export_simgrid", None)
+    if export:
+        writable_file("--export-simgrid", export)
+    topo = parse_topology(args.spec, strict=getattr(args, "strict", False))
     out = summary(topo)
+    for text in topo.params.get("warnings", ()):    # what an importer ignored or approximated
+        print(f"warning: {text}", file=sys.stderr)
+    if topo.params.get("warnings"):
+        out.setdefault("warnings", []).extend(topo.params["warnings"])
     router = None
-    if args.pattern or args.ebb or args.routing or args.draw:
+    if args.pattern or args.ebb or args.routing or args.draw or export:
         router = make_router(topo, args.routing, **_strict_option(args))
         out["routing"] = router.name + "".join(f":{k}={v}" for k, v in router.options.items())
         for text in router.warnings:       # now: a later error must not hide what was skipped
@@ -117,6 +133,8 @@ def topo_command(args) -> int:
         except OSError as exc:
             raise SpecError(f"--draw {args.draw!r}: {exc.strerror or exc}, expected a writable file") from None
         out["drawing"] = str(args.draw)
+    if export:
+        out["simgrid"] = write_simgrid(topo, export, router=router)
     if args.json:
         print(json.dumps(out, default=str))
         return 0
@@ -124,7 +142,7 @@ def topo_command(args) -> int:
     print(f"endpoints  {out['endpoints']}   switches {out['switches']}   links {out['links']} "
           f"({out['cables']} full-duplex cables)")
     print(f"diameter   {out['diameter']} hops")
-    print(f"bisection  {_bw(out['bisection_bandwidth'])} (theoretical, one direction)")
+    print(f"bisection  {_bw(out['bisection_bandwidth'])} ({out['bisection_method']}, one direction)")
     if aggregation:
         print(f"set aside  {len(aggregation)} SHARP aggregation node{'s' if len(aggregation) > 1 else ''} "
               "recognised, not counted as endpoints")
@@ -148,4 +166,7 @@ def topo_command(args) -> int:
               f"{e['bisections']} random bisections, seed {e['seed']})")
     if args.draw:
         print(f"drawing    {args.draw}")
+    if export:
+        x = out["simgrid"]
+        print(f"simgrid    {export}: {x['hosts']} hosts, {x['cables']} links, {x['routes']} routes (one Full zone)")
     return 0

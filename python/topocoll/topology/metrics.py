@@ -27,7 +27,8 @@ from .routing import Router, _endpoints
 from .torus import _whole
 
 __all__ = ["pattern_pairs", "link_loads", "load_histogram", "effective_bisection_bandwidth",
-           "EffectiveBisection", "diameter", "bisection_bandwidth", "torus_bisection_cables", "summary"]
+           "EffectiveBisection", "diameter", "bisection_bandwidth", "torus_bisection_cables", "summary",
+           "max_flow_bisection", "FlowBisection", "MAX_FLOW_LINKS"]
 
 
 def pattern_pairs(pattern: str, order: np.ndarray, *, seed: int = 0):
@@ -310,7 +311,9 @@ def bisection_bandwidth(topology: Topology) -> float | None:
     :func:`torus_bisection_cables` (halve the dimension that cuts fewest
     cables, wrap-around cables counted only where it wraps; odd sizes jog);
     dragonflies: global cables between two halves of the groups (one
-    direction). Real fabrics: None (an NP-hard min cut).
+    direction). Real fabrics and imported graphs: an upper bound, the least
+    maximum flow between two halves of the endpoints over a few halvings
+    (:func:`max_flow_bisection`); None above :data:`MAX_FLOW_LINKS` links.
 
     Examples
     --------
@@ -341,11 +344,172 @@ def bisection_bandwidth(topology: Topology) -> float | None:
             cut = np.sum(np.isin(s_g, list(half)) & ~np.isin(d_g, list(half)))
             return float(min(cut * b, (g // 2) * a * pp * b))
         return float(a // 2 * (a - a // 2) * b)
-    return None
+    if t.n_links > MAX_FLOW_LINKS:
+        return None
+    return max_flow_bisection(t).bandwidth
+
+
+#: largest network whose bisection is bounded by max flows (pure Python Dinic, a few seconds)
+MAX_FLOW_LINKS = 200_000
+
+
+@dataclass(frozen=True)
+class FlowBisection:
+    """An upper bound on the bisection bandwidth: ``bandwidth`` (B/s, one direction) is the
+    maximum flow from one half of the endpoints to the other under the halving ``halving``
+    (the least of those tried, ``tried`` maps each halving to its flow)."""
+
+    bandwidth: float
+    halving: str
+    tried: dict
+
+    method = "max-flow upper bound"
+
+
+def max_flow_bisection(topology: Topology) -> FlowBisection:
+    """Bisection bandwidth bound of an arbitrary network by maximum flows.
+
+    The bisection bandwidth is the least, over splits of the endpoints into halves A and B, of the
+    capacity of the cheapest cut between them, where switches may lie on either side; for one
+    split that cut is the maximum flow from A to B (max-flow min-cut, with every link's bandwidth
+    as its capacity, one direction). Trying every split is intractable (min bisection is NP-hard),
+    so this takes the least maximum flow over a few structured halvings: the routing order (leaf
+    switch by leaf switch on real fabrics; groups and chassis on imported dragonflies), a
+    breadth-first order over the network from endpoint 0, and endpoint index order. Any halving
+    bounds the bisection from above; on structured networks these orders find the cheapest
+    cut (checked on fat trees, tori and dragonflies against their closed forms in the tests).
+
+    Examples
+    --------
+    >>> from topocoll.topology import parse_topology
+    >>> max_flow_bisection(parse_topology("kary:4,2")).bandwidth / 2e9    # 8 cables cross
+    8.0
+    """
+    from .routing import routing_order
+    t = topology
+    n = t.n_endpoints
+    if n < 2:
+        return FlowBisection(0.0, "none", {})
+    orders = {"routing order": np.asarray(routing_order(t)), "index order": np.arange(n)}
+    orders["breadth-first order"] = _bfs_endpoint_order(t)
+    tried = {}
+    seen = set()
+    for name, order in orders.items():
+        half = frozenset(order[: n // 2].tolist())
+        if half in seen:
+            continue
+        seen.add(half)
+        side = np.zeros(t.n_nodes, dtype=np.int8)
+        side[order[: n // 2]] = 1
+        side[order[n // 2: 2 * (n // 2)]] = 2     # an odd one out takes part on neither side
+        tried[name] = _max_flow(t, side)
+    best = min(tried, key=tried.get)
+    return FlowBisection(float(tried[best]), best, tried)
+
+
+def _bfs_endpoint_order(t: Topology) -> np.ndarray:
+    n = t.n_endpoints
+    indptr, dst = t.indptr, t.dst
+    seen = np.zeros(t.n_nodes, dtype=bool)
+    seen[0] = True
+    queue, out, head = [0], [], 0
+    while head < len(queue):
+        v = queue[head]
+        head += 1
+        if v < n:
+            out.append(v)
+        for u in dst[indptr[v]:indptr[v + 1]].tolist():
+            if not seen[u]:
+                seen[u] = True
+                queue.append(u)
+    rest = [e for e in range(n) if not seen[e]]
+    return np.array(out + rest, dtype=np.int64)
+
+
+def _max_flow(t: Topology, side: np.ndarray) -> float:
+    """Dinic's maximum flow from the endpoints with ``side == 1`` to those with ``side == 2``."""
+    nn = t.n_nodes
+    S, T = nn, nn + 1
+    src = t.src.astype(np.int64).tolist()
+    dst = t.dst.astype(np.int64).tolist()
+    cap_in = t.bandwidth.astype(float).tolist()
+    big = float(np.sum(t.bandwidth)) + 1.0
+    edges_u, edges_v, caps = [], [], []
+    for u, v, c in zip(src, dst, cap_in):
+        edges_u += [u, v]
+        edges_v += [v, u]
+        caps += [c, 0.0]
+    for e in np.flatnonzero(side == 1).tolist():
+        edges_u += [S, e]
+        edges_v += [e, S]
+        caps += [big, 0.0]
+    for e in np.flatnonzero(side == 2).tolist():
+        edges_u += [e, T]
+        edges_v += [T, e]
+        caps += [big, 0.0]
+    m = len(edges_u)
+    adj = [[] for _ in range(nn + 2)]
+    for i in range(m):
+        adj[edges_u[i]].append(i)
+    cap = caps
+    flow = 0.0
+    eps = 1e-9 * max(1.0, max(cap_in, default=1.0))
+    while True:
+        level = [-1] * (nn + 2)
+        level[S] = 0
+        queue = [S]
+        for v in queue:
+            for i in adj[v]:
+                w = edges_v[i]
+                if level[w] < 0 and cap[i] > eps:
+                    level[w] = level[v] + 1
+                    queue.append(w)
+        if level[T] < 0:
+            return flow
+        it = [0] * (nn + 2)
+        while True:               # blocking flow: augmenting paths along the levels, iterative DFS
+            path = []             # edge ids from S
+            v = S
+            while v != T:
+                advanced = False
+                while it[v] < len(adj[v]):
+                    i = adj[v][it[v]]
+                    w = edges_v[i]
+                    if cap[i] > eps and level[w] == level[v] + 1:
+                        path.append(i)
+                        v = w
+                        advanced = True
+                        break
+                    it[v] += 1
+                if not advanced:
+                    if v == S:
+                        break
+                    level[v] = -1          # dead end: never again in this phase
+                    i = path.pop()
+                    v = edges_u[i]
+                    it[v] += 1
+            if v != T:
+                break
+            f = min(cap[i] for i in path)
+            for i in path:
+                cap[i] -= f
+                cap[i ^ 1] += f
+            flow += f
 
 
 def summary(topology: Topology) -> dict:
-    """Counts, diameter and theoretical bisection bandwidth."""
+    """Counts, diameter and bisection bandwidth (``bisection_method`` says which: theoretical, or
+    for real fabrics and imported graphs a :func:`max_flow_bisection` upper bound)."""
+    closed = topology.family in ("xgft", "torus", "dragonfly")
+    if closed:
+        bis, method = bisection_bandwidth(topology), "theoretical"
+    elif topology.n_links > MAX_FLOW_LINKS:
+        bis, method = None, f"not computed: more than {MAX_FLOW_LINKS:,} links"
+    else:
+        fb = max_flow_bisection(topology)
+        bis = fb.bandwidth
+        k = len(fb.tried)
+        method = f"max-flow upper bound, least of {k} halving{'s' if k > 1 else ''}: {fb.halving}"
     return {
         "spec": topology.spec,
         "endpoints": topology.n_endpoints,
@@ -353,5 +517,6 @@ def summary(topology: Topology) -> dict:
         "links": topology.n_links,
         "cables": topology.n_links // 2,
         "diameter": diameter(topology),
-        "bisection_bandwidth": bisection_bandwidth(topology),
+        "bisection_bandwidth": bis,
+        "bisection_method": method,
     }

@@ -8,14 +8,15 @@ node and, within a node, by port.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from topocoll.errors import SpecError
 
-__all__ = ["Topology", "parse_bandwidth", "parse_latency"]
+__all__ = ["Topology", "parse_bandwidth", "parse_latency", "link_classes", "with_link_classes"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,25 +104,35 @@ def make_topology(spec, family, n_endpoints, n_switches, src, dst, bandwidth, la
                     dict(params or {}), tuple(names), port)
 
 
-_BW_UNITS = {"b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12}
-_LAT_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+#: divisors, so that 200ns is 2e-07 exactly as written
+_LAT_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+#: decimal (SI) and binary (IEC) prefixes of bandwidths: GB/s is 10**9 B/s, GiB/s 2**30 B/s
+_BW_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+              "Ki": 2.0 ** 10, "Mi": 2.0 ** 20, "Gi": 2.0 ** 30, "Ti": 2.0 ** 40}
 
 
 def parse_bandwidth(text: str) -> float:
-    """``'2GB/s'`` -> 2e9 B/s; ``'10Gbit/s'`` -> 1.25e9 B/s; a bare number is B/s."""
+    """``'2GB/s'`` -> 2e9 B/s; ``'2GiB/s'`` -> 2**31 B/s; ``'10Gbit/s'`` -> 1.25e9 B/s;
+    SimGrid's spelling ``'2GBps'`` / ``'10Gbps'`` too; a bare number is B/s.
+
+    >>> parse_bandwidth("1GiB/s") / parse_bandwidth("1GB/s")
+    1.073741824
+    """
     t = text.strip().replace(" ", "")
-    m = re.fullmatch(r"([0-9.eE+-]+)([kKMGT]?)(B|bit)/s|([0-9.eE+-]+)", t)
+    m = re.fullmatch(r"([0-9.eE+-]+)(|[kKMGT]i?)(B|bit|b)(?:/s|ps)|([0-9.eE+-]+)", t)
     if not m:
-        raise SpecError(f"bandwidth {text!r}: expected a number with B/s, e.g. '2GB/s' or '175MB/s'")
+        raise SpecError(f"bandwidth {text!r}: expected a number with B/s, e.g. '2GB/s', '2GiB/s' or '175MB/s'")
     try:
         if m.group(4) is not None:
             value = float(m.group(4))
         else:
-            value = float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)]
-            if m.group(3) == "bit":
+            if m.group(2) not in _BW_PREFIX:
+                raise ValueError
+            value = float(m.group(1)) * _BW_PREFIX[m.group(2)]
+            if m.group(3) in ("bit", "b"):
                 value /= 8
     except ValueError:
-        raise SpecError(f"bandwidth {text!r}: expected a number with B/s, e.g. '2GB/s'") from None
+        raise SpecError(f"bandwidth {text!r}: expected a number with B/s, e.g. '2GB/s' or '2GiB/s'") from None
     if not value > 0:
         raise SpecError(f"bandwidth {text!r}: expected a positive value")
     return value
@@ -132,9 +143,109 @@ def parse_latency(text: str) -> float:
     t = text.strip().replace(" ", "")
     m = re.fullmatch(r"([0-9.eE+-]+)(s|ms|us|µs|ns)?", t)
     try:
-        value = float(m.group(1)) * _LAT_UNITS[m.group(2) or "s"] if m else None
+        value = float(m.group(1)) / _LAT_UNITS[m.group(2) or "s"] if m else None
     except ValueError:
         value = None
     if value is None or value < 0:
         raise SpecError(f"latency {text!r}: expected a non-negative time such as '1us' or '100ns'")
     return value
+
+
+def link_classes(topology: Topology) -> tuple[tuple, np.ndarray]:
+    """The class of every directed link: ``(names, index)`` with ``names[index[i]]`` link ``i``'s class.
+
+    Classes by family (every family with switches also has ``host``, a link
+    with an endpoint at one end, and ``switch``, the others):
+
+    ==========  ==============================================================
+    xgft        ``level1`` (= ``host``) .. ``levelh``: cables between levels
+                ``l-1`` and ``l``
+    torus       ``x``, ``y``, ``z``, ``w``, ``u``, ``v``: the dimension a link runs along
+    dragonfly   ``local`` (inside a group), ``global``
+    graph       what the importer recorded (``green``, ``black``, ``blue``
+                for SimGrid's and Cray's dragonflies, ``backbone``, ...)
+    ==========  ==============================================================
+
+    Examples
+    --------
+    >>> from topocoll.topology import parse_topology
+    >>> names, index = link_classes(parse_topology("kary:2,2"))
+    >>> names, [int((index == i).sum()) for i in range(len(names))]
+    (('level1', 'level2'), [8, 8])
+    """
+    t = topology
+    n = t.n_endpoints
+    src = t.src.astype(np.int64)
+    dst = t.dst.astype(np.int64)
+    host = (src < n) | (dst < n)
+    if t.family == "graph" and "link_class" in t.params:
+        names, index = t.params["link_class"]
+        return tuple(names), np.asarray(index, dtype=np.int64)
+    if t.family == "torus":
+        k = t.params["k"]
+        strides = np.cumprod([1, *k[:-1]])
+        dim = np.zeros(t.n_links, dtype=np.int64)
+        for d, (kd, st) in enumerate(zip(k, strides)):
+            dim[((src // st) % kd) != ((dst // st) % kd)] = d
+        letters = "xyzwuv"
+        return tuple(letters[d] if d < 6 else f"dim{d}" for d in range(len(k))), dim
+    if t.family == "xgft":
+        m, w = t.params["m"], t.params["w"]
+        h = len(m)
+        bounds = np.cumsum([math.prod(w[:l]) * math.prod(m[l:]) for l in range(h + 1)])
+        level = np.searchsorted(bounds, np.maximum(src, dst), side="right")   # the upper end's level
+        return tuple(f"level{l}" for l in range(1, h + 1)), level - 1
+    if t.family == "dragonfly":
+        a = t.params["a"]
+        cls = np.where(host, 0, np.where((src - n) // a == (dst - n) // a, 1, 2))
+        return ("host", "local", "global"), cls
+    return ("host", "switch"), np.where(host, 0, 1)
+
+
+#: class aliases every family with switches understands
+_GENERIC = ("host", "switch")
+
+
+def with_link_classes(topology: Topology, values: dict) -> Topology:
+    """A copy with per-class ``bandwidth`` / ``latency``: ``values`` maps a
+    class (see :func:`link_classes`; ``host`` and ``switch`` work on every
+    family with switches, ``level1`` is ``host`` on fat trees) to a dict with
+    ``bandwidth`` (B/s) and/or ``latency`` (s). Generic classes are applied
+    first, so ``switch`` then ``global`` sets the global links apart.
+
+    Raises
+    ------
+    SpecError
+        A class this topology does not have; the message lists those it has.
+
+    Examples
+    --------
+    >>> from topocoll.topology import parse_topology
+    >>> t = with_link_classes(parse_topology("kary:2,2"), {"host": {"latency": 2e-7}})
+    >>> sorted(set(t.latency.tolist()))
+    [2e-07, 1e-06]
+    """
+    if not values:
+        return topology
+    t = topology
+    names, index = link_classes(t)
+    n = t.n_endpoints
+    host = (t.src < n) | (t.dst < n)
+    has_switches = t.n_switches > 0
+    bw, lat = t.bandwidth.copy(), t.latency.copy()
+    order = sorted(values, key=lambda c: (c not in _GENERIC, c))
+    for cls in order:
+        if cls in names:
+            mask = index == names.index(cls)
+        elif cls == "host" and has_switches:
+            mask = host
+        elif cls == "switch" and has_switches:
+            mask = ~host
+        else:
+            have = list(names) + [c for c in _GENERIC if has_switches and c not in names]
+            raise SpecError(f"{t.spec}: link class {cls!r}, expected one of {', '.join(have)}")
+        if "bandwidth" in values[cls]:
+            bw[mask] = values[cls]["bandwidth"]
+        if "latency" in values[cls]:
+            lat[mask] = values[cls]["latency"]
+    return replace(t, bandwidth=bw, latency=lat)

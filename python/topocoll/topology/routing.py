@@ -22,6 +22,9 @@ dragonfly          ``minimal`` (default)  local-global-local
                    ``ugal``               UGAL-L per packet: minimal or Valiant by the
                                           source router's queues (seeded; the packet
                                           model only: no static route exists)
+imported graphs    ``table`` (default)    the platform's own routes as forwarding
+                                          tables (SimGrid zones, Cray dragonflies)
+                   ``min-hop``, ``up-down``
 real fabrics       ``min-hop`` (default)  from the graph
                    ``ftree``              min-hop balanced in the routing order
                    ``up-down``            up*/down*
@@ -56,6 +59,7 @@ ENGINES = {
     "torus": ("dor", "shortest", "adaptive"),
     "dragonfly": ("minimal", "valiant", "ugal", "min-hop", "up-down"),
     "ibnet": ("min-hop", "ftree", "up-down", "ibroute"),
+    "graph": ("table", "min-hop", "up-down"),
 }
 _OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "ugal": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
             "adaptive": {"tie"}, "ibroute": {"path", "strict"}, "up-down": {"roots"}}
@@ -288,7 +292,10 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
     """
     fam = topology.family
     if name is None:
-        name = ENGINES[fam][0]
+        # an imported network names the routing its source used (SimGrid's torus: dor:tie=simgrid)
+        name = topology.params.get("default_routing") or ENGINES[fam][0]
+        if fam == "graph" and "forwarding" not in topology.params:
+            name = "min-hop"
     if ":" in name:
         name, extra = parse_routing(name)
         options = {**extra, **options}
@@ -327,6 +334,11 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
                                 "destination's; use 'minimal')")
             engine = _core.RoutingEngine.dragonfly(t.src, t.dst, P["a"], P["p"], P["h"], P["g"],
                                                    seed if name == "valiant" else None)
+        elif name == "table":
+            if "forwarding" not in t.params:
+                raise SpecError(f"routing 'table' on {t.spec}: the network carries no forwarding tables, expected "
+                                "min-hop or up-down")
+            engine = _core.RoutingEngine.table(*args, t.params["forwarding"])
         elif name == "min-hop":
             engine = _core.RoutingEngine.minhop(*args)
         elif name == "ftree":  # real fabric: min-hop balanced in routing order

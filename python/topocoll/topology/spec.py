@@ -9,24 +9,45 @@
 ``torus:8x8x16``, ``torus:8x8x4m``        torus; an ``m`` suffix makes that dimension a mesh
 ``mesh:4x4``                              all dimensions mesh
 ``dragonfly:a,p,h[,g]``                   dragonfly (Kim et al.)
+``simgrid-dragonfly:g,l;c,l;r,l;n``       SimGrid's dragonfly (groups, chassis, routers,
+                                          nodes; parallel links per level), its routing
+``aries:g[,rows,cols,nodes]``             Cray XC (Aries): groups of 6 x 16 routers, 4 nodes
 ``ibnet:PATH``                            a real fabric from ibnetdiscover (plain or -p)
+``simgrid:PATH``                          a SimGrid platform file (clusters; Full, Floyd,
+                                          Dijkstra zones)
+``rtr:PATH``                              a Cray ``rtr --interconnect`` link list
 ========================================  ===========================================
 
-Options follow ``@``, comma-separated: ``bw=`` (e.g. ``2GB/s``), ``lat=``
-(e.g. ``1us``), and for ``ibnet`` ``map=PATH`` (a ``NODE-ID HOSTNAME`` file):
-``torus:8x8x16@bw=175MB/s,lat=100ns``.
+Options follow ``@``, comma-separated: ``bw=`` (e.g. ``2GB/s``, ``2GiB/s``,
+``10Gbit/s``), ``lat=`` (e.g. ``1us``), and for ``ibnet`` ``map=PATH`` (a
+``NODE-ID HOSTNAME`` file): ``torus:8x8x16@bw=175MB/s,lat=100ns``.
+
+Link classes: ``CLASS.bw=`` and ``CLASS.lat=`` set one class of links apart
+(see :func:`~topocoll.topology.network.link_classes`): ``host`` (links with an
+endpoint at one end) and ``switch`` on every network with switches,
+``level2`` .. ``levelh`` on fat trees, ``x``/``y``/``z`` on tori, ``local`` and
+``global`` on dragonflies, ``green``/``black``/``blue`` on SimGrid's and Cray's
+dragonflies: ``kary:12,2@lat=1us,host.lat=200ns``,
+``aries:4@blue.bw=4.7GB/s``. A bare ``bw=``/``lat=`` applies to every link
+first, the generic classes next, the specific ones last.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+
+import numpy as np
 
 from topocoll.errors import SpecError
 
+from .dragonfly import ARIES_LATENCY
+from .dragonfly import aries as _aries
 from .dragonfly import dragonfly as _dragonfly
+from .dragonfly import simgrid_dragonfly as _simgrid_dragonfly
 from . import fat_tree as _ft
 from .torus import torus as _torus
-from .network import Topology, parse_bandwidth, parse_latency
+from .network import Topology, parse_bandwidth, parse_latency, with_link_classes
 
 __all__ = ["parse_topology"]
 
@@ -44,8 +65,10 @@ def _ints(text, spec, what, count=None):
     return vals
 
 
-def parse_topology(spec: str) -> Topology:
+def parse_topology(spec: str, *, strict: bool = False) -> Topology:
     """Build a topology from a spec string (see the module docstring).
+
+    ``strict``: imported files (``simgrid:``) raise their first warning as an error.
 
     Raises
     ------
@@ -65,21 +88,40 @@ def parse_topology(spec: str) -> Topology:
     family, _, params = body.partition(":")
     family = family.strip().lower()
     kw = {}
+    classes = {}
     node_map = None
     if opts:
         for item in opts.split(","):
             key, eq, value = item.partition("=")
             if not eq:
-                raise SpecError(f"{spec}: option {item!r}, expected KEY=VALUE (bw=, lat=, map=)")
+                raise SpecError(f"{spec}: option {item!r}, expected KEY=VALUE (bw=, lat=, CLASS.bw=, CLASS.lat=, map=)")
             key = key.strip()
-            if key == "bw":
+            cls, dot, what = key.rpartition(".")
+            if dot and what in ("bw", "lat") and re.fullmatch(r"[a-z][a-z0-9_]*", cls):
+                classes.setdefault(cls, {})["bandwidth" if what == "bw" else "latency"] = (
+                    parse_bandwidth(value) if what == "bw" else parse_latency(value))
+            elif key == "bw":
                 kw["bandwidth"] = parse_bandwidth(value)
             elif key == "lat":
                 kw["latency"] = parse_latency(value)
             elif key == "map" and family == "ibnet":
                 node_map = value.strip()
             else:
-                raise SpecError(f"{spec}: unknown option {key!r}, expected bw=, lat= or (ibnet) map=")
+                raise SpecError(f"{spec}: unknown option {key!r}, expected bw=, lat=, CLASS.bw=, CLASS.lat= or "
+                                "(ibnet) map=")
+    topo = _build(spec, family, params, kw, node_map, strict)
+    return with_link_classes(topo, classes)
+
+
+def _uniform(topo, kw):
+    """Every link at ``kw``'s bandwidth / latency (imported fabrics carry their own)."""
+    if not kw:
+        return topo
+    return replace(topo, bandwidth=np.full(topo.n_links, kw["bandwidth"]) if "bandwidth" in kw else topo.bandwidth,
+                   latency=np.full(topo.n_links, kw["latency"]) if "latency" in kw else topo.latency)
+
+
+def _build(spec, family, params, kw, node_map, strict) -> Topology:
     if family == "crossbar":
         (n,) = _ints(params, spec, "N", 1)
         return _ft.crossbar(n, spec=spec, **kw)
@@ -111,16 +153,29 @@ def parse_topology(spec: str) -> Topology:
     if family == "dragonfly":
         vals = _ints(params, spec, "a,p,h[,g]", (3, 4))
         return _dragonfly(*vals, spec=spec, **kw)
+    if family == "simgrid-dragonfly":
+        parts = params.split(";")
+        if len(parts) != 4:
+            raise SpecError(f"{spec}: expected simgrid-dragonfly:groups,links;chassis,links;routers,links;nodes, "
+                            "e.g. 4,1;4,1;4,1;2")
+        (g, gl), (c, cl), (r, rl) = (_ints(x, spec, "count,links", 2) for x in parts[:3])
+        (n,) = _ints(parts[3], spec, "nodes", 1)
+        return _simgrid_dragonfly(g, c, r, n, links=(gl, cl, rl), spec=spec, **kw)
+    if family == "aries":
+        vals = _ints(params, spec, "g[,rows,cols,nodes]", (1, 2, 3, 4))
+        topo = _aries(*vals, spec=spec, latency=kw.get("latency", ARIES_LATENCY))
+        return _uniform(topo, {k: v for k, v in kw.items() if k == "bandwidth"})    # bw= overrides every class
+    if family in ("ibnet", "simgrid", "rtr") and not params.strip():
+        raise SpecError(f"{spec}: expected {family}:PATH to a file")
     if family == "ibnet":
         from .io.ibnetdiscover import parse_ibnetdiscover
-        if not params.strip():
-            raise SpecError(f"{spec}: expected ibnet:PATH to an ibnetdiscover file")
         topo = parse_ibnetdiscover(params.strip(), node_map=node_map, spec=spec)
-        if kw:
-            from dataclasses import replace
-            import numpy as np
-            topo = replace(topo, bandwidth=np.full(topo.n_links, kw.get("bandwidth", 0.0)) if "bandwidth" in kw else topo.bandwidth,
-                           latency=np.full(topo.n_links, kw["latency"]) if "latency" in kw else topo.latency)
-        return topo
+        return _uniform(topo, kw)
+    if family == "simgrid":
+        from .io.simgrid import read_simgrid
+        return _uniform(read_simgrid(params.strip(), spec=spec, strict=strict), kw)
+    if family == "rtr":
+        from .io.cray import read_rtr
+        return _uniform(read_rtr(params.strip(), spec=spec, strict=strict), kw)
     raise SpecError(f"topology spec {spec!r}: unknown family {family!r}, expected crossbar, kary, xgft, pgft, "
-                    "table1, torus, mesh, dragonfly or ibnet")
+                    "table1, torus, mesh, dragonfly, simgrid-dragonfly, aries, ibnet, simgrid or rtr")
