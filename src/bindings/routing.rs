@@ -13,6 +13,7 @@ use crate::routing::bfs::{endpoint_diameter, Diameter};
 use crate::routing::dragonfly::Dragonfly;
 use crate::routing::fattree::{FatTreeRule, Xgft};
 use crate::routing::graph::Graph;
+use crate::routing::nodes::NodeRoutes;
 use crate::routing::tables::{minhop_tables, Table, UpDown};
 use crate::routing::torus::{Tie, Torus};
 use crate::routing::{Engine, Router};
@@ -307,6 +308,37 @@ impl PyRouter {
             inner: Router {
                 graph: g,
                 engine: Engine::UpDown(ud),
+            },
+        })
+    }
+
+    /// Several rank slots per endpoint of `fabric` (`topocoll.topology.nodes`):
+    /// the expanded network's graph (`n_nodes`, `src`, `dst`, endpoints =
+    /// `ppn` slots per fabric endpoint) routed through each node's memory or the
+    /// fabric's own routes (`routing::nodes`).
+    #[staticmethod]
+    fn nodes(
+        fabric: &PyRouter,
+        n_nodes: usize,
+        src: PyReadonlyArray1<u32>,
+        dst: PyReadonlyArray1<u32>,
+        ppn: u32,
+    ) -> PyResult<Self> {
+        let inner = NodeRoutes::new(fabric.inner.clone(), ppn)?;
+        let slots = fabric.inner.graph.n_endpoints * ppn as usize;
+        let g = graph(n_nodes, slots, src, dst)?;
+        let want = fabric.inner.graph.n_links() + 2 * slots + 2 * fabric.inner.graph.n_endpoints;
+        if g.n_links() != want {
+            return Err(CoreError::InvalidArgument(format!(
+                "nodes: {} links, expected {want}",
+                g.n_links()
+            ))
+            .into());
+        }
+        Ok(PyRouter {
+            inner: Router {
+                graph: g,
+                engine: Engine::Nodes(Box::new(inner)),
             },
         })
     }

@@ -136,10 +136,12 @@ impl Xgft {
         let ahigh = rest / self.w[l - 1];
         low + wl1 * (a + self.m[l - 1] * ahigh)
     }
+    #[cfg(test)]
     #[inline]
     fn up_link(&self, l: usize, x: u64, u: u64) -> u32 {
         (self.link_offset[l] + x * self.deg(l) + u) as u32
     }
+    #[cfg(test)]
     #[inline]
     fn down_link(&self, l: usize, y: u64, a: u64, j: u64) -> u32 {
         (self.link_offset[l] + y * self.deg(l) + self.up(l) + a * self.p[l - 1] + j) as u32
@@ -173,6 +175,7 @@ impl Xgft {
     }
 
     /// Up port a level-l node takes towards destination `d` under d-mod-k.
+    #[cfg(test)]
     #[inline]
     fn dmodk_port(&self, l: usize, d: u64) -> u64 {
         let mut div = 1u64;

@@ -9,6 +9,7 @@ pub mod bfs;
 pub mod dragonfly;
 pub mod fattree;
 pub mod graph;
+pub mod nodes;
 pub mod tables;
 pub mod torus;
 
@@ -16,10 +17,12 @@ use crate::error::CoreError;
 use dragonfly::Dragonfly;
 use fattree::{FatTreeRule, Xgft};
 use graph::Graph;
+use nodes::NodeRoutes;
 use tables::{Table, UpDown};
 use torus::{Tie, Torus};
 
 /// A routing engine bound to its network.
+#[derive(Clone)]
 pub enum Engine {
     FatTree {
         tree: Xgft,
@@ -40,8 +43,11 @@ pub enum Engine {
     },
     Table(Table),
     UpDown(UpDown),
+    /// Several rank slots per fabric endpoint ([`nodes`]).
+    Nodes(Box<NodeRoutes>),
 }
 
+#[derive(Clone)]
 pub struct Router {
     pub graph: Graph,
     pub engine: Engine,
@@ -57,7 +63,11 @@ pub struct Paths {
 
 impl Router {
     pub fn multipath(&self) -> bool {
-        matches!(self.engine, Engine::TorusAdaptive { .. })
+        match &self.engine {
+            Engine::TorusAdaptive { .. } => true,
+            Engine::Nodes(n) => n.fabric.multipath(),
+            _ => false,
+        }
     }
 
     fn check(&self, s: u32, d: u32) -> Result<(), CoreError> {
@@ -96,6 +106,7 @@ impl Router {
         self.check(s, d)?;
         let before = links.len();
         match &self.engine {
+            Engine::Nodes(n) => return n.route_into(s, d, links, weights, cache),
             Engine::FatTree { tree, rule } => tree.route_into(*rule, s as u64, d as u64, links),
             Engine::TorusDor { torus, order, tie } => {
                 torus.dor_into(order, *tie, s as u64, d as u64, links)

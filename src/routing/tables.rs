@@ -166,6 +166,7 @@ pub fn minhop_tables(g: &Graph, order: Option<&[u32]>) -> Result<Table, CoreErro
 /// `u -> v` is *up* when `(rank[v], v) < (rank[u], u)`. A legal route is
 /// zero or more up moves then zero or more down moves; the shortest legal
 /// route is taken, ties broken by a hash of (s, d).
+#[derive(Clone, Debug)]
 pub struct UpDown {
     pub rank: Vec<u16>,
 }

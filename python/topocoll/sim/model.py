@@ -105,7 +105,9 @@ def make_network(topology: str, ranks: int, *, routing: str | None = None, order
     topo = parse_topology(topology)
     router = make_router(topo, routing)
     placed = node_order(topo, order, seed=seed, n_ranks=ranks, rail=rail)
-    label = (f"{topo.spec} ({topo.n_endpoints} endpoints), routing {router.name}, order {order}"
+    size = (f"{topo.params['fabric'].n_endpoints} hosts x {topo.params['nodes'].ppn} ranks"
+            if topo.family == "nodes" else f"{topo.n_endpoints} endpoints")
+    label = (f"{topo.spec} ({size}), routing {router.name}, order {order}"
              + (f" (seed {seed})" if order == "random" else "") + (f", rail {rail}" if rail else ""))
     return Network(router, np.asarray(placed, dtype=np.int64), label)
 

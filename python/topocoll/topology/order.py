@@ -213,6 +213,16 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
     >>> node_order(parse_topology("torus:4x4x4"), "blocked:2x2x2")[:8].tolist()
     [0, 1, 4, 5, 16, 17, 20, 21]
     """
+    if topology.family == "nodes":   # an order of the hosts, then the ranks dealt onto their slots
+        from .nodes import place_on_nodes
+        nodes = topology.params["nodes"]
+        total = topology.n_endpoints if n_ranks is None else n_ranks
+        if not _whole(total) or total < 1 or total > topology.n_endpoints:
+            raise SpecError(f"order {name!r}: {total} ranks on {topology.spec}, expected 1..{topology.n_endpoints} "
+                            f"({topology.params['fabric'].n_endpoints} hosts x ppn={nodes.ppn})")
+        hosts = node_order(topology.params["fabric"], name, seed=seed, n_ranks=-(-int(total) // nodes.ppn),
+                           rail=rail)
+        return place_on_nodes(hosts, nodes, int(total))
     kind, _, arg = name.partition(":")
     n = topology.n_endpoints
     if rail is not None and kind not in ("hostfile", "slurm"):

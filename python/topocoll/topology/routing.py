@@ -291,6 +291,14 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
     [0, 17, 53, 29]
     """
     fam = topology.family
+    if fam == "nodes":   # the fabric's own routing, composed with the nodes' links (routing::nodes)
+        t = topology
+        fabric = make_router(t.params["fabric"], name, **options)
+        try:
+            engine = _core.RoutingEngine.nodes(fabric.engine, t.n_nodes, t.src, t.dst, t.params["nodes"].ppn)
+        except ValueError as e:
+            raise TopologyError(f"nodes on {t.spec}: {e}") from None
+        return Router(t, fabric.name, fabric.options, engine, fabric.warnings)
     if name is None:
         # an imported network names the routing its source used (SimGrid's torus: dor:tie=simgrid)
         name = topology.params.get("default_routing") or ENGINES[fam][0]

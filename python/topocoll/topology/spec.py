@@ -16,6 +16,8 @@
 ``simgrid:PATH``                          a SimGrid platform file (clusters; Full, Floyd,
                                           Dijkstra zones)
 ``rtr:PATH``                              a Cray ``rtr --interconnect`` link list
+``SPEC+ppn=N[,dist=,lat=,bw=,mem=]``       several ranks per host of SPEC
+                                          (:mod:`topocoll.topology.nodes`)
 ========================================  ===========================================
 
 Options follow ``@``, comma-separated: ``bw=`` (e.g. ``2GB/s``, ``2GiB/s``,
@@ -84,6 +86,11 @@ def parse_topology(spec: str, *, strict: bool = False) -> Topology:
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise SpecError(f"topology spec {spec!r}: expected FAMILY:PARAMS, e.g. 'kary:12,2' or 'torus:8x8x16'")
+    if "+ppn=" in spec:   # several ranks per host: topocoll.topology.nodes
+        from .nodes import parse_node_spec, with_nodes
+        fabric_spec, _, node_opts = spec.rpartition("+ppn=")
+        nodes = parse_node_spec("ppn=" + node_opts, spec)
+        return with_nodes(parse_topology(fabric_spec, strict=strict), nodes, spec)
     body, _, opts = spec.partition("@")
     family, _, params = body.partition(":")
     family = family.strip().lower()
