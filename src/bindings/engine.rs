@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 
 use super::routing::PyRouter;
 use crate::engine::adaptive::AdaptiveTorus;
-use crate::engine::congestion::{annotate, Fixed};
+use crate::engine::congestion::{annotate, Fixed, RoundFixed};
 use crate::engine::fabric::{Fabric, Links, Ps};
 use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
 use crate::engine::lockstep::{lockstep, RoundShape};
@@ -18,6 +18,7 @@ use crate::engine::noise::{Detours, OsNoise};
 use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
 use crate::engine::program::{Matching, Program};
 use crate::engine::run::{simulate, Background, Costs, Outcome, Small, Sync};
+use crate::engine::stream::{simulate_streamed, Chunk, ChunkSource, StreamStats, Streamed};
 use crate::engine::ugal::UgalDragonfly;
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
@@ -633,6 +634,192 @@ fn engine_run(
     Ok(PyEngineOutcome::new(py, out, congestion, packet))
 }
 
+/// The rounds of a Python iterator of tuples `(rank u32, kind u8, peer u32,
+/// tag i64, nbytes u64, dep_ptr u64, dep_idx u64)`, taken with the GIL one
+/// at a time; an exception raised by the iterator is kept and re-raised.
+struct PyChunks {
+    iter: Py<PyAny>,
+    error: Option<PyErr>,
+}
+
+impl ChunkSource for PyChunks {
+    fn next_chunk(&mut self) -> Result<Option<Chunk>, CoreError> {
+        Python::with_gil(|py| {
+            let got = (|| -> PyResult<Option<Chunk>> {
+                let Some(item) = self.iter.bind(py).try_iter()?.next() else {
+                    return Ok(None);
+                };
+                let item = item?;
+                let (rank, kind, peer, tag, nbytes, dep_ptr, dep_idx): (
+                    PyReadonlyArray1<u32>,
+                    PyReadonlyArray1<u8>,
+                    PyReadonlyArray1<u32>,
+                    PyReadonlyArray1<i64>,
+                    PyReadonlyArray1<u64>,
+                    PyReadonlyArray1<u64>,
+                    PyReadonlyArray1<u64>,
+                ) = item.extract()?;
+                Ok(Some(Chunk {
+                    rank: rank.as_slice()?.to_vec(),
+                    kind: kind.as_slice()?.to_vec(),
+                    peer: peer.as_slice()?.to_vec(),
+                    tag: tag.as_slice()?.to_vec(),
+                    nbytes: nbytes.as_slice()?.to_vec(),
+                    dep_ptr: dep_ptr.as_slice()?.to_vec(),
+                    dep_idx: dep_idx.as_slice()?.to_vec(),
+                }))
+            })();
+            got.map_err(|e| {
+                let line = e.to_string();
+                self.error = Some(e);
+                CoreError::InvalidArgument(line)
+            })
+        })
+    }
+}
+
+/// Simulate the program that `chunks` streams round by round
+/// (`crate::engine::stream`) as `config` says; the same network arguments as
+/// `engine_run`. Returns `(outcome, None, stats)`, or `(None, why, stats)`
+/// where streaming cannot guarantee the whole-program result (the caller
+/// then runs the whole program); `stats` = `(chunks, ops, peak ops held,
+/// peak messages held)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn engine_run_streamed(
+    py: Python<'_>,
+    chunks: Py<PyAny>,
+    n_ranks: u32,
+    router: &PyRouter,
+    bandwidth: PyReadonlyArray1<f64>,
+    latency_ps: PyReadonlyArray1<u64>,
+    order: PyReadonlyArray1<u32>,
+    config: &PyEngineConfig,
+) -> PyResult<(
+    Option<PyEngineOutcome>,
+    Option<String>,
+    (u64, u64, u64, u64),
+)> {
+    let links = Links {
+        bandwidth: bandwidth.as_slice()?.to_vec(),
+        latency: latency_ps.as_slice()?.to_vec(),
+    };
+    let r = &router.inner;
+    if links.len() != r.graph.n_links() {
+        return Err(CoreError::InvalidArgument(format!(
+            "engine_run_streamed: {} link bandwidths for {} links",
+            links.len(),
+            r.graph.n_links()
+        ))
+        .into());
+    }
+    let order = order.as_slice()?.to_vec();
+    let n_ep = r.graph.n_endpoints;
+    if let Some(&bad) = order.iter().find(|&&e| e as usize >= n_ep) {
+        return Err(CoreError::InvalidArgument(format!(
+            "engine_run_streamed: order names endpoint {bad}, expected 0..{n_ep}"
+        ))
+        .into());
+    }
+    let cfg = config;
+    let congestion_model = matches!(cfg.model, ModelConfig::Congestion);
+    if cfg.trace || (cfg.background.is_some() && !congestion_model) {
+        return Err(CoreError::InvalidArgument(
+            "engine_run_streamed: traces and background traffic of the event models need the whole program".into(),
+        )
+        .into());
+    }
+    let mut source = PyChunks {
+        iter: chunks,
+        error: None,
+    };
+    type Ran = (Streamed, Option<f32>, PacketStats);
+    let ran = py.allow_threads(|| -> Result<Ran, CoreError> {
+        let mut routes = RouterRoutes::new(r);
+        let mut os = OsNoise::new(cfg.detours.clone(), n_ranks as usize);
+        let src: &mut dyn ChunkSource = &mut source;
+        let mut go = |fabric: &mut dyn Fabric, src: &mut dyn ChunkSource| {
+            simulate_streamed(
+                n_ranks,
+                src,
+                &order,
+                &cfg.costs,
+                cfg.sync,
+                fabric,
+                &mut routes,
+                &mut os,
+            )
+        };
+        match &cfg.model {
+            ModelConfig::LogGops(nic) => {
+                let mut f = Reservation::new(links, n_ep, nic.clone());
+                Ok((go(&mut f, src)?, None, PacketStats::default()))
+            }
+            ModelConfig::Flow {
+                sharing,
+                nic_bandwidth,
+                tolerance,
+            } => {
+                let flow = FlowConfig {
+                    sharing: *sharing,
+                    nic_bandwidth: *nic_bandwidth,
+                    n_endpoints: n_ep,
+                    tolerance: *tolerance,
+                };
+                let mut f = FlowFabric::new(links, flow);
+                Ok((go(&mut f, src)?, None, PacketStats::default()))
+            }
+            ModelConfig::Congestion => {
+                let bg = cfg
+                    .background
+                    .as_ref()
+                    .map(|b| (b.endpoints.as_slice(), b.seed));
+                let mut f = RoundFixed::new(&links, RouterRoutes::new(r), bg);
+                let mut ran = go(&mut f, src)?;
+                if let Streamed::Done(out, _) = &mut ran {
+                    out.link_bytes = f.link_flows().to_vec();
+                }
+                Ok((ran, Some(f.max_congestion), PacketStats::default()))
+            }
+            ModelConfig::Packet { cfg, link_dst } => {
+                let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
+                let ran = go(&mut f, src);
+                if let Some(cycle) = f.stalled() {
+                    return Err(CoreError::InvalidArgument(cycle));
+                }
+                if let Some(line) = f.class_overflow() {
+                    return Err(CoreError::InvalidArgument(line.to_string()));
+                }
+                let ran = ran?;
+                let stats = match &ran {
+                    Streamed::Done(out, _) => {
+                        let most = f.max_occupancy();
+                        PacketStats {
+                            hops: f.packet_hops(),
+                            max_buffer: most.iter().copied().max().unwrap_or(0),
+                            buffers: Some((most, f.mean_occupancy(out.time))),
+                        }
+                    }
+                    Streamed::Late(_) => PacketStats::default(),
+                };
+                Ok((ran, None, stats))
+            }
+        }
+    });
+    if let Some(e) = source.error.take() {
+        return Err(e);
+    }
+    let (ran, max_congestion, packet) = ran?;
+    let stats_of = |s: &StreamStats| (s.chunks, s.ops, s.peak_ops, s.peak_messages);
+    Ok(match ran {
+        Streamed::Done(out, stats) => {
+            let outcome = PyEngineOutcome::new(py, out, max_congestion.map(|c| vec![c]), packet);
+            (Some(outcome), None, stats_of(&stats))
+        }
+        Streamed::Late(why) => (None, Some(why), (0, 0, 0, 0)),
+    })
+}
+
 /// The congestion model of a circulant schedule in lockstep
 /// (`crate::engine::lockstep`): one entry per round in each array.
 #[pyfunction]
@@ -727,5 +914,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyQueues>()?;
     m.add_function(wrap_pyfunction!(engine_run, m)?)?;
     m.add_function(wrap_pyfunction!(engine_lockstep, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_run_streamed, m)?)?;
     Ok(())
 }

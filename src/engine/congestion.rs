@@ -218,3 +218,75 @@ impl Fabric for Fixed {
         &self.link_bytes
     }
 }
+
+/// The congestion model's fabric for the streamed event loop
+/// ([`super::stream`]): each round is routed and annotated when it is
+/// loaded (exactly as [`annotate`] does it round by round), and a message
+/// takes its duration when injected. Memory: the durations of the messages
+/// loaded and not yet injected.
+pub struct RoundFixed<'a, R: Routes> {
+    rc: RoundCounter<'a>,
+    routes: R,
+    duration: std::collections::HashMap<u32, Ps>,
+    due: Due,
+    link_bytes: Vec<f64>,
+    /// The largest congestion of any message so far.
+    pub max_congestion: f32,
+}
+
+impl<'a, R: Routes> RoundFixed<'a, R> {
+    pub fn new(links: &'a Links, routes: R, background: Option<(&[u32], u64)>) -> Self {
+        RoundFixed {
+            rc: RoundCounter::new(links, background),
+            routes,
+            duration: Default::default(),
+            due: Due::default(),
+            link_bytes: vec![0.0; links.len()],
+            max_congestion: 0.0,
+        }
+    }
+
+    /// Flows per link summed over the rounds (what the whole-program run
+    /// reports as the congestion model's link loads).
+    pub fn link_flows(&self) -> &[f64] {
+        &self.rc.link_flows
+    }
+}
+
+impl<R: Routes> Fabric for RoundFixed<'_, R> {
+    fn inject(&mut self, now: Ps, msg: &Message) {
+        for (&l, &w) in msg.links.iter().zip(msg.weights) {
+            self.link_bytes[l as usize] += msg.bytes as f64 * w;
+        }
+        let d = self.duration.remove(&msg.id).unwrap_or(0);
+        self.due.push(now + d, msg.id);
+    }
+
+    fn next_arrival(&mut self) -> Option<Ps> {
+        self.due.next()
+    }
+
+    fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
+        self.due.drain_until(now, arrived);
+    }
+
+    fn link_bytes(&self) -> &[f64] {
+        &self.link_bytes
+    }
+
+    fn round_loaded(
+        &mut self,
+        k: usize,
+        msgs: &[super::fabric::RoundMessage],
+    ) -> Result<(), CoreError> {
+        self.rc
+            .route_round(k, &mut self.routes, msgs.iter().map(|m| (m.src, m.dst)))?;
+        for (j, m) in msgs.iter().enumerate() {
+            let (c, d) = self.rc.message(j, m.bytes);
+            self.max_congestion = self.max_congestion.max(c);
+            self.duration.insert(m.id, d);
+        }
+        self.rc.finish_round();
+        Ok(())
+    }
+}

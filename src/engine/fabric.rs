@@ -162,4 +162,25 @@ pub trait Fabric {
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>);
     /// Bytes each link carried so far (weights applied), indexed by link id.
     fn link_bytes(&self) -> &[f64];
+    /// The streamed event loop ([`super::stream`]) loaded round `k`, whose
+    /// messages are `msgs` (ids in send order): a model that fixes a round's
+    /// messages together (the congestion model) does it here. Called before
+    /// any of them is injected; nothing to do for the other models.
+    fn round_loaded(
+        &mut self,
+        _k: usize,
+        _msgs: &[RoundMessage],
+    ) -> Result<(), crate::error::CoreError> {
+        Ok(())
+    }
+}
+
+/// A message of a round just loaded by the streamed event loop: id,
+/// source and destination endpoints, bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundMessage {
+    pub id: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
 }

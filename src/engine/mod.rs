@@ -25,6 +25,7 @@ pub mod noise;
 pub mod packet;
 pub mod program;
 pub mod run;
+pub mod stream;
 pub mod traffic;
 pub mod ugal;
 

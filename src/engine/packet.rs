@@ -2806,7 +2806,10 @@ pub(crate) mod tests {
         // UGAL-L sees only its own router's queues (Kim et al. §4.2: it
         // diverts late and not enough, unlike UGAL-G), so it does not reach
         // the injection bound (4.6 µs); at least a quarter off is its claim.
-        assert!(4 * t_ugal < 3 * t_min, "UGAL {t_ugal} ps, minimal {t_min} ps");
+        assert!(
+            4 * t_ugal < 3 * t_min,
+            "UGAL {t_ugal} ps, minimal {t_min} ps"
+        );
         assert!(hops_ugal > hops_min, "some packets went the long way");
         assert_eq!(bytes_ugal, (hops_ugal * (256 + 32)) as f64);
     }

@@ -245,8 +245,7 @@ impl Xgft {
             let a = ddig[l - 1] as u64;
             let j = (ups[l - 1] / self.w[l - 1] as u32) as u64;
             out.push(
-                (self.link_offset[l] + y * self.deg(l) + self.up(l) + a * self.p[l - 1] + j)
-                    as u32,
+                (self.link_offset[l] + y * self.deg(l) + self.up(l) + a * self.p[l - 1] + j) as u32,
             );
             let b = (ups[l - 1] % self.w[l - 1] as u32) as u64;
             low -= self.wprod[l - 1] * b;
@@ -413,6 +412,9 @@ mod speed {
             }
         }
         let dt = t.elapsed().as_secs_f64();
-        println!("{:.1} ns per route (checksum {sum})", dt * 1e9 / (rounds * n) as f64);
+        println!(
+            "{:.1} ns per route (checksum {sum})",
+            dt * 1e9 / (rounds * n) as f64
+        );
     }
 }

@@ -33,7 +33,9 @@ pub struct NodeRoutes {
 impl NodeRoutes {
     pub fn new(fabric: Router, ppn: u32) -> Result<Self, CoreError> {
         if ppn == 0 {
-            return Err(CoreError::InvalidArgument("nodes: ppn=0, expected >= 1".into()));
+            return Err(CoreError::InvalidArgument(
+                "nodes: ppn=0, expected >= 1".into(),
+            ));
         }
         let h = fabric.graph.n_endpoints as u64;
         let links = fabric.graph.n_links() as u64 + h * (2 * ppn as u64 + 2);
@@ -71,16 +73,18 @@ impl NodeRoutes {
         weights.push(1.0);
         if hs == hd {
             let hosts = self.fabric.graph.n_endpoints as u32;
-            let mem_back = self.slots()
-                + self.fabric.graph.n_links() as u32
-                + (1 + self.ppn) * hosts
-                + hs;
+            let mem_back =
+                self.slots() + self.fabric.graph.n_links() as u32 + (1 + self.ppn) * hosts + hs;
             links.extend([self.host_base(hs), mem_back]);
             weights.extend([1.0, 1.0]);
         } else {
             let first = links.len();
             self.fabric.route_one(hs, hd, links, weights, cache)?;
-            let (r, extra, hosts) = (self.slots(), 1 + self.ppn, self.fabric.graph.n_endpoints as u32);
+            let (r, extra, hosts) = (
+                self.slots(),
+                1 + self.ppn,
+                self.fabric.graph.n_endpoints as u32,
+            );
             let src = &self.fabric.graph.src;
             for l in &mut links[first..] {
                 *l = r + *l + extra * src[*l as usize].min(hosts);

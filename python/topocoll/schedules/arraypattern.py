@@ -41,7 +41,8 @@ import numpy as np
 from ..errors import ScheduleError
 from .dataflow import RankBuilder
 from .ops import LEFT, RIGHT, Op
-from .program import KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs, run_bytes
+from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs, canonical_runs, run_bytes,
+                      strided_runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +167,36 @@ def _blocks_at(runs, i: int):
     return tuple(out)
 
 
+def _step_runs(st: _Step, rows: int, nb: int):
+    """The canonical strided runs (:func:`~.program.strided_runs`) of one
+    step on the ``rows`` ranks of its class: ``(counts, mask, columns)``,
+    the six run columns as ``(rows, width)`` arrays, ``mask`` marking the
+    runs that exist. Constant blocks have one form for every rank; one
+    ``Run`` is canonical as it is (contiguous, inside the blocks); several are
+    grouped per rank with :func:`~.program.canonical_runs`."""
+    if st.form is not None:
+        runs = np.array(strided_runs(*st.form, nb), dtype=np.int64).reshape(-1, 6)
+        cols = [np.broadcast_to(runs[:, c], (rows, runs.shape[0])) for c in range(6)]
+        return np.full(rows, runs.shape[0], dtype=np.int64), np.ones((rows, runs.shape[0]), dtype=bool), cols
+    full = [np.broadcast_to(np.asarray(x, dtype=np.int64), (rows,)) for x in
+            (*(lo for lo, _ in st.dst), *(n for _, n in st.dst), *(lo for lo, _ in st.src))]
+    u = len(st.dst)
+    d, n, s = (np.stack(full[i * u:(i + 1) * u], axis=1) for i in range(3))
+    if u == 1:
+        zero = np.zeros((rows, 1), dtype=np.int64)
+        return (np.ones(rows, dtype=np.int64), np.ones((rows, 1), dtype=bool),
+                [d, s, n, np.ones((rows, 1), dtype=np.int64), zero, zero])
+    counts, flat = canonical_runs(d, s, n, nb)
+    width = int(counts.max())
+    mask = np.arange(width)[None, :] < counts[:, None]
+    cols = []
+    for col in flat:
+        padded = np.zeros((rows, width), dtype=np.int64)
+        padded[mask] = col
+        cols.append(padded)
+    return counts, mask, cols
+
+
 def _row_ids(codes: np.ndarray) -> np.ndarray:
     """Equal ids for equal rows of a 2-D integer array (packed into one int64
     when the columns fit in 62 bits, else by a lexicographic sort)."""
@@ -248,6 +279,7 @@ class ArrayPattern:
 
     def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
         p = self.p
+        nb = len(block_bytes)
         classes = self.classes()
         bufs = {name: k for k, name in enumerate(self.buffers())}
         rank_class = np.empty(p, dtype=np.int64)
@@ -303,30 +335,28 @@ class ArrayPattern:
                     buf[rows] = bufs[st.buf]
                     sbuf[rows] = bufs[st.src_buf]
                     side[rows] = st.side
-                    runcnt[rows] = len(st.dst)
+                    runs = _step_runs(st, len(members), nb)
+                    runcnt[rows] = runs[0]
                     depcnt[rows] = len(deps[s])
-                    todo.append((c, s, rows))
+                    todo.append((c, s, rows, runs))
             run_ptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(runcnt, out=run_ptr[1:])
             dep_ptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(depcnt, out=dep_ptr[1:])
             m = int(run_ptr[-1])
-            run_dst = np.empty(m, dtype=np.int64)
-            run_src = np.empty(m, dtype=np.int64)
-            run_len = np.empty(m, dtype=np.int64)
+            run_cols = [np.empty(m, dtype=np.int64) for _ in range(6)]
             dep_idx = np.empty(int(dep_ptr[-1]), dtype=np.int64)
-            for c, s, rows in todo:
+            for c, s, rows, (_, mask, cols) in todo:
                 members, b, deps = classes[c]
-                st = b.steps[s]
                 at = run_ptr[rows]
-                for u, ((dlo, dn), (slo, _)) in enumerate(zip(st.dst, st.src)):
-                    run_dst[at + u] = dlo
-                    run_src[at + u] = slo
-                    run_len[at + u] = dn
+                for u in range(mask.shape[1]):
+                    sel = mask[:, u]
+                    for out, col in zip(run_cols, cols):
+                        out[at[sel] + u] = col[sel, u]
                 at = dep_ptr[rows]
                 for v, d in enumerate(deps[s]):
                     td = slot_round[c][d]
                     dep_idx[at + v] = base[td] + offsets[td][members] + (d - spans[c][td][0])
-            nbytes = run_bytes(block_bytes, run_ptr, run_dst, run_len)
+            nbytes = run_bytes(block_bytes, run_ptr, run_cols[0], run_cols[2], run_cols[3], run_cols[4])
             yield OpChunk(t, base[t], rank, kind, peer, tag, buf, sbuf, side, nbytes,
-                          run_ptr, run_dst, run_src, run_len, dep_ptr, dep_idx)
+                          run_ptr, *run_cols, dep_ptr, dep_idx, nblocks=nb)

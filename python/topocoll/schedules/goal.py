@@ -103,7 +103,8 @@ class GoalProgram:
         empty = np.zeros(0, dtype=np.int64)
         return OpChunk(0, 0, self.rank, self.kind, self.peer, self.tag, none, none.copy(),
                        np.full(n, -1, dtype=np.int8), self.nbytes, np.zeros(n + 1, dtype=np.int64),
-                       empty, empty.copy(), empty.copy(), self.dep_ptr, self.dep_idx)
+                       empty, empty.copy(), empty.copy(), empty.copy(), empty.copy(), empty.copy(),
+                       self.dep_ptr, self.dep_idx)
 
     def program(self) -> OpProgram:
         """The op program: one chunk (GOAL has no rounds, so the simulator's

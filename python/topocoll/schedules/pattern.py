@@ -37,8 +37,8 @@ import numpy as np
 from ..errors import ScheduleError
 from .dataflow import RankBuilder, _blocks
 from .ops import LEFT, RIGHT, Copy, Op, Recv, Reduce, Send
-from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs,
-                      chunks_from_ops, run_bytes)
+from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, canonical_runs, chunks_from_ops,
+                      run_bytes, strided_runs)
 
 
 def buffers_of(ops: Sequence[Sequence[Op]]) -> tuple[str, ...]:
@@ -270,6 +270,10 @@ class CirculantPattern:
                 raise ScheduleError(f"circulant step {i}: round {steps[i][1]} after round {steps[i - 1][1]}, "
                                     "expected non-decreasing rounds")
         p = self.p
+        nb = len(block_bytes)   # the canonical runs' modulus: the schedule's blocks
+        if self.t.block_shift and nb != self.nblocks:
+            raise ScheduleError(f"circulant pattern: {self.nblocks} blocks moved by the ranks, "
+                                f"block_bytes gives {nb}, expected equal")
         ranks = np.arange(p, dtype=np.int64)
         bufs = {name: k for k, name in enumerate(self.buffers())}
         base, first = {}, 0
@@ -294,9 +298,9 @@ class CirculantPattern:
                     tag[:, j] = step[6]
                     buf[j] = sbuf[j] = bufs[step[3]]
                     if kind == "send":
-                        run_parts.append(self._runs(step[4], step[4], ranks, ranks))
+                        run_parts.append(self._runs(step[4], step[4], ranks, ranks, nb))
                     else:
-                        run_parts.append(self._runs(step[5], step[4], ranks, peer[:, j]))
+                        run_parts.append(self._runs(step[5], step[4], ranks, peer[:, j], nb))
                 else:
                     buf[j], sbuf[j] = bufs[step[2]], bufs[step[3]]
                     if kind == "reduce":
@@ -305,16 +309,13 @@ class CirculantPattern:
                             side[:, j] = np.where(self._from(ranks, s[1]) < ranks, LEFT_SIDE, RIGHT_SIDE)
                         else:
                             side[:, j] = LEFT_SIDE if s == LEFT else RIGHT_SIDE
-                        run_parts.append(self._runs(step[4], step[4], ranks, ranks))
+                        run_parts.append(self._runs(step[4], step[4], ranks, ranks, nb))
                     else:
-                        run_parts.append(self._runs(step[4], step[5], ranks, ranks))
-            # runs: per step (dst, src, len, count-per-rank) -> rank-major op order
-            counts = np.stack([c for _, _, _, c in run_parts], axis=1)          # (p, m)
-            dsts = np.concatenate([d for d, _, _, _ in run_parts], axis=1)      # (p, Σ pieces)
-            srcs = np.concatenate([s for _, s, _, _ in run_parts], axis=1)
-            lens = np.concatenate([n for _, _, n, _ in run_parts], axis=1)
-            keep = lens > 0
-            run_dst, run_src, run_len = dsts[keep], srcs[keep], lens[keep]
+                        run_parts.append(self._runs(step[4], step[5], ranks, ranks, nb))
+            # runs: per step (p, pieces) columns and a mask -> rank-major op order
+            counts = np.stack([part[1] for part in run_parts], axis=1)               # (p, m)
+            keep = np.concatenate([part[0] for part in run_parts], axis=1)           # (p, Σ pieces)
+            run_cols = [np.concatenate([part[2][c] for part in run_parts], axis=1)[keep] for c in range(6)]
             run_ptr = np.concatenate(([0], np.cumsum(counts.ravel())))
             # dependencies: rank 0's, as (round, position) of the template, tiled
             dep_lists = [[position[d] for d in rank0[i].deps] for i in idx]
@@ -323,46 +324,40 @@ class CirculantPattern:
             mult = np.array([len(by_round[tt]) for d in dep_lists for tt, _ in d], dtype=np.int64)
             dep_idx = (const[None, :] + ranks[:, None] * mult[None, :]).ravel()
             dep_ptr = np.concatenate(([0], np.cumsum(np.tile(dep_counts, p))))
-            nbytes = run_bytes(block_bytes, run_ptr, run_dst, run_len)
+            nbytes = run_bytes(block_bytes, run_ptr, run_cols[0], run_cols[2], run_cols[3], run_cols[4])
             yield OpChunk(t, base[t], np.repeat(ranks, m), np.tile(kinds, p), peer.ravel(), tag.ravel(),
                           np.tile(buf, p), np.tile(sbuf, p), side.ravel(), nbytes,
-                          run_ptr, run_dst, run_src, run_len, dep_ptr, dep_idx)
+                          run_ptr, *run_cols, dep_ptr, dep_idx, nblocks=nb)
 
-    def _runs(self, dst_blocks, src_blocks, dst_rank, src_rank):
-        """Runs of one template op on every rank: arrays ``(p, pieces)`` of
-        dst, src, length (0 = no piece) and the number of pieces per rank."""
+    def _runs(self, dst_blocks, src_blocks, dst_rank, src_rank, nb: int):
+        """Canonical strided runs (:func:`~.program.strided_runs`) of one
+        template op on every rank: ``(mask, counts, columns)`` with the six
+        run columns as ``(p, pieces)`` arrays, ``mask`` marking the pieces
+        that exist and ``counts`` their number per rank.
+
+        Under ``+ mod nblocks`` every step of the canonical form is moved by a
+        constant, so rank ``r``'s runs are rank 0's with their starts moved
+        (no run splits: runs are contiguous modulo ``nblocks``). XOR moves no
+        range to a range: the blocks are moved one by one and grouped again
+        (:func:`~.program.canonical_runs`). ``nb``: the schedule's blocks."""
         p = self.p
-        runs = block_runs(dst_blocks, src_blocks)
-        if not runs:
-            z = np.zeros((p, 0), dtype=np.int64)
-            return z, z, z, np.zeros(p, dtype=np.int64)
-        d0 = np.array([r[0] for r in runs], dtype=np.int64)
-        s0 = np.array([r[1] for r in runs], dtype=np.int64)
-        n0 = np.array([r[2] for r in runs], dtype=np.int64)
-        if self.t.block_shift == 0:
-            d = np.broadcast_to(d0, (p, len(runs)))
-            s = np.broadcast_to(s0, (p, len(runs)))
-            n = np.broadcast_to(n0, (p, len(runs)))
-            return d, s, n, np.full(p, len(runs), dtype=np.int64)
-        if self.t.group == XOR:
-            if (n0 != 1).any():   # XOR maps single blocks to single blocks, not runs
-                one = [(dd, ss, 1) for dd, ss, nn in runs for dd, ss in zip(range(dd, dd + nn), range(ss, ss + nn))]
-                d0, s0 = np.array([r[0] for r in one]), np.array([r[1] for r in one])
-                n0 = np.ones(len(one), dtype=np.int64)
-            d = d0[None, :] ^ dst_rank[:, None]
-            s = s0[None, :] ^ src_rank[:, None]
-            n = np.broadcast_to(n0, d.shape)
-            return d, s, n, np.full(p, d.shape[1], dtype=np.int64)
-        nb, k = self.nblocks, self.t.block_shift
-        d = (d0[None, :] + k * dst_rank[:, None]) % nb
-        s = (s0[None, :] + k * src_rank[:, None]) % nb
-        # a run that wraps past the last block splits there (in dst or in src)
-        c1 = np.where(nb - d < n0, nb - d, n0)
-        c2 = np.where(nb - s < n0, nb - s, n0)
-        a, b = np.minimum(c1, c2), np.maximum(c1, c2)
-        lens = np.stack([a, b - a, n0 - b], axis=2)                     # (p, runs, 3)
-        starts = np.stack([np.zeros_like(a), a, b], axis=2)
-        dd = (d[:, :, None] + starts) % nb
-        ss = (s[:, :, None] + starts) % nb
-        lens = lens.reshape(p, -1)
-        return dd.reshape(p, -1), ss.reshape(p, -1), lens, (lens > 0).sum(axis=1)
+        k = self.t.block_shift
+        if k and self.t.group == XOR:
+            d1 = np.asarray(dst_blocks, dtype=np.int64)[None, :] ^ dst_rank[:, None]
+            s1 = np.asarray(src_blocks, dtype=np.int64)[None, :] ^ src_rank[:, None]
+            counts, flat = canonical_runs(d1, s1, np.ones_like(d1), nb)
+            width = int(counts.max()) if p else 0
+            mask = np.arange(width)[None, :] < counts[:, None]
+            cols = []
+            for col in flat:
+                padded = np.zeros((p, width), dtype=np.int64)
+                padded[mask] = col
+                cols.append(padded)
+            return mask, counts, cols
+        runs = strided_runs([x % nb for x in dst_blocks], [x % nb for x in src_blocks], nb)
+        t = np.array(runs, dtype=np.int64).reshape(-1, 6)
+        cols = [np.broadcast_to(t[:, c], (p, len(runs))) for c in range(6)]
+        if k:
+            cols[0] = (t[None, :, 0] + k * dst_rank[:, None]) % nb
+            cols[1] = (t[None, :, 1] + k * src_rank[:, None]) % nb
+        return np.ones((p, len(runs)), dtype=bool), np.full(p, len(runs), dtype=np.int64), cols

@@ -24,13 +24,17 @@ the next: blocking ``MPI_Sendrecv`` loops, as MPI libraries run them) or
 from __future__ import annotations
 
 import math
+import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _core
 from ..errors import ScheduleError, SpecError
+from ..schedules.arraypattern import ArrayPattern
 from ..schedules.ir import Schedule
+from ..schedules.pattern import CirculantPattern
 from .model import Estimate, Network, Platform, _positive, make_network
 from ..topology.torus import dimension_classes
 from .packet import PacketOptions
@@ -46,6 +50,12 @@ MAX_WINDOW = 1 << 30
 MAX_EAGER = 1 << 62
 #: what a send of at most the eager threshold does (:class:`EngineOptions`)
 SMALL_SENDS = ("eager", "detached")
+#: how the event loop reads the op program: ``auto`` streams it round by round above
+#: :data:`STREAM_ABOVE` ops where the configuration allows (and runs the whole program where the
+#: streamed loop cannot guarantee its result); ``always`` streams or refuses; ``never`` holds it whole
+STREAMS = ("auto", "always", "never")
+#: programs of more ops than this are streamed by ``stream="auto"``
+STREAM_ABOVE = 2_000_000
 _PS = 1e12
 _NONE = np.uint32(0xFFFFFFFF)
 #: largest OS-noise period, detour length, or trace start and duration, s (about 11.6 days): 10^18 ps, an
@@ -280,7 +290,10 @@ class OsNoise:
 
 def compile_program(schedule: Schedule):
     """The schedule's op program as the engine's ``EngineProgram`` (one pass
-    over the streamed chunks; matching and validation happen in Rust)."""
+    over the streamed chunks; matching and validation happen in Rust).
+    Refused in one line, before any work, where it would not fit in the
+    available memory (:func:`check_memory`)."""
+    check_memory(schedule, streamed=False)
     cols = {k: [] for k in ("rank", "kind", "peer", "tag", "nbytes", "dep_idx")}
     dep_ptrs, round_ptr, base, dep_base = [np.zeros(1, np.uint64)], [0], 0, 0
     for ch in schedule.program():
@@ -342,6 +355,11 @@ class Simulation:
     buffer_max, buffer_mean : ndarray or None
         ``packet`` model: per (link, VC) input buffer (index ``link·vcs +
         vc``) the most packets it held and its time-averaged occupancy.
+    streamed : bool
+        Whether the event loop read the program round by round
+        (``EngineConfig.stream``); then ``congestion`` is None (only
+        ``max_congestion`` is kept) and ``peak_ops`` / ``peak_messages`` are
+        the most ops and messages it held at once.
     """
 
     time: float
@@ -365,6 +383,11 @@ class Simulation:
     max_buffer_packets: int = 0
     buffer_max: np.ndarray | None = field(default=None, repr=False)
     buffer_mean: np.ndarray | None = field(default=None, repr=False)
+    #: whether the event loop read the program round by round (:data:`STREAMS`), and then the most ops and
+    #: messages it held at once
+    streamed: bool = False
+    peak_ops: int | None = None
+    peak_messages: int | None = None
 
     def fullest_buffers(self, top: int = 5) -> list[tuple[str, int, int, float]]:
         """``packet`` model: the ``top`` buffers by mean occupancy, ``("src→dst",
@@ -460,14 +483,29 @@ class EngineConfig:
     noise: NetworkNoise | None = None
     os_noise: OsNoise | None = None
     trace: bool = False
+    #: how the event loop reads the op program (:data:`STREAMS`)
+    stream: str = "auto"
 
     def __post_init__(self):
         if self.model not in EVENT_MODELS:
             raise SpecError(f"EngineConfig: model {self.model!r}, expected one of {', '.join(EVENT_MODELS)}")
+        if self.stream not in STREAMS:
+            raise SpecError(f"EngineConfig: stream={self.stream!r}, expected one of {', '.join(STREAMS)}")
+        if self.stream == "always" and not self.streamable():
+            raise SpecError("EngineConfig: stream='always' with a trace or with network noise under the "
+                            f"{self.model} model, expected stream='auto' or 'never' (both need the whole program)")
         if self.os_noise is not None and self.model == "congestion":
             raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
         if not isinstance(self.options, EngineOptions):
             raise SpecError(f"EngineConfig: options={self.options!r}, expected an EngineOptions")
+
+    def streamable(self) -> bool:
+        """Whether the streamed event loop can run this configuration: not
+        with a trace (per-op arrays) nor with background traffic of the
+        event models (its message ids follow the application's count); the
+        congestion model's background is per round and streams."""
+        noisy = self.noise is not None and self.noise.ratio > 0
+        return not self.trace and (not noisy or self.model == "congestion")
 
     def costs(self, platform: Platform) -> dict:
         """CPU and protocol costs in the engine's units (ps, ps per byte)."""
@@ -582,7 +620,23 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         ``model``, ``options``, ``noise``, ``os_noise``, ``trace`` are a
         shorthand that builds one (not both).
     program : EngineProgram, optional
-        ``compile_program(source)``, to reuse across runs.
+        ``compile_program(source)``, to reuse across runs (never streamed).
+
+    Raises
+    ------
+    SpecError
+        Bad configuration; a run whose :func:`memory_estimate` exceeds the
+        machine's available memory (before any work); ``stream="always"``
+        where streaming cannot reproduce the whole program's run exactly.
+
+    Notes
+    -----
+    Programs above :data:`STREAM_ABOVE` ops (``stream="auto"``) or with
+    ``stream="always"`` are streamed round by round
+    (``src/engine/stream.rs``, docs/simulator.md "The streamed program"):
+    bit for bit the whole program's result, memory bounded by the rounds in
+    flight; where the streamed loop cannot guarantee that, ``"auto"`` runs
+    the whole program.
     """
     shorthand = dict(model=model, options=options, noise=noise, os_noise=os_noise, trace=trace)
     given = {k: v for k, v in shorthand.items() if v is not None}
@@ -616,10 +670,16 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
             bytes_total=int(shapes.nbytes[shapes.message].astype(np.int64).sum()) * source.p,
             messages=int(out["app_messages"]), background_messages=0, events=0,
             max_congestion=float(out["max_congestion"]), lockstep=True, **common)
+    core = config.core(platform, net, background)
+    if program is None and config.streamable() and (
+            config.stream == "always" or (config.stream == "auto" and estimated_ops(source) > STREAM_ABOVE)):
+        check_memory(source, streamed=True)
+        sim = _streamed(source, net, bandwidth, latency, order, core, config, common)
+        if sim is not None:
+            return sim
     prog = compile_program(source) if program is None else program
     try:
-        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order,
-                               config.core(platform, net, background))
+        out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, core)
     except ValueError as e:
         raise SpecError(f"simulate {source.label()}: {e}") from None
     congestion = out.congestion
@@ -634,6 +694,132 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
     if trace:
         sim.trace = _trace_columns(source, out, *prog.messages())
     return sim
+
+
+def round_columns(source, sent: list | None = None):
+    """The op program of ``source`` as the streamed engine reads it: per
+    round, ``(rank u32, kind u8, peer u32, tag i64, nbytes u64, dep_ptr u64,
+    dep_idx u64)``, ``dep_ptr`` from 0 in the round and ``dep_idx`` global op
+    ids (the chunks' own columns, converted). ``sent[0]`` accumulates the
+    bytes of the sends."""
+    for ch in source.program():
+        peer = np.where(ch.peer < 0, _NONE, ch.peer).astype(np.uint32)
+        if sent is not None:
+            sent[0] += int(ch.nbytes[ch.kind == 0].sum())
+        yield (ch.rank.astype(np.uint32), ch.kind.astype(np.uint8), peer, ch.tag.astype(np.int64),
+               ch.nbytes.astype(np.uint64), ch.dep_ptr.astype(np.uint64), ch.dep_idx.astype(np.uint64))
+
+
+def _streamed(source, net, bandwidth, latency, order, core, config, common):
+    """The streamed event loop (``src/engine/stream.rs``), or None where it
+    cannot guarantee the whole-program result and ``stream="auto"`` lets
+    the whole program run instead."""
+    sent = [0]
+    try:
+        out, late, (_, _, peak_ops, peak_msgs) = _core.engine_run_streamed(
+            round_columns(source, sent), source.p, net.router.engine, bandwidth, latency, order, core)
+    except ValueError as e:
+        raise SpecError(f"simulate {source.label()}: {e}") from None
+    if out is None:
+        if config.stream == "always":
+            raise SpecError(f"simulate {source.label()}: stream='always' cannot stream it exactly ({late}); "
+                            "expected stream='auto' or 'never'")
+        return None
+    congestion = out.congestion   # streamed: the largest congestion only
+    return Simulation(
+        time=out.time_ps / _PS, model=config.model, rank_done=out.rank_done_ps / _PS,
+        link_bytes=out.link_bytes, bytes_total=sent[0], messages=int(out.app_messages),
+        background_messages=int(out.bg_messages), events=int(out.events), congestion=None,
+        max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
+        os_stolen=out.os_stolen_ps / _PS, packet_hops=int(out.packet_hops),
+        max_buffer_packets=int(out.max_buffer_packets), buffer_max=out.buffer_max, buffer_mean=out.buffer_mean,
+        streamed=True, peak_ops=int(peak_ops), peak_messages=int(peak_msgs), **common)
+
+
+#: bytes the whole-program event loop holds per op (the chunks' columns while compiling, the engine's
+#: columns, matching and successors, per-op state). Measured: shift all-to-all at P = 2,048 on
+#: table1:20736, 8.39 M ops, peak RSS 1,418 MiB (35 MiB of it the interpreter): 165 B per op
+WHOLE_OP_BYTES = 180
+#: bytes the streamed loop holds per op of its window (op and message state, the round's columns in
+#: Python and Rust). Measured: shift all-to-all at P = 4,096, sync=rounds, a window of 407,629 ops,
+#: peak RSS 109 MiB: 190 B per op. Its window is at least the two rounds around the frontier
+STREAM_OP_BYTES = 200
+#: bytes per rank of either loop (CPU queues, completion times, order)
+RANK_BYTES = 256
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: ``MemAvailable`` of
+    ``/proc/meminfo`` (Linux), else the free physical pages."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def memory_estimate(source, streamed: bool) -> tuple[int, str]:
+    """Bytes an event-loop run of ``source`` will hold, counted without
+    building its program, and how: the whole program at
+    :data:`WHOLE_OP_BYTES` per op, or (streamed) at least its two largest
+    rounds at :data:`STREAM_OP_BYTES` per op; plus :data:`RANK_BYTES` per rank."""
+    ranks = source.p * RANK_BYTES
+    if streamed:
+        ops = 2 * largest_round_ops(source)
+        return ranks + ops * STREAM_OP_BYTES, f"at least {ops:,} ops of its two largest rounds held at once"
+    ops = estimated_ops(source)
+    return ranks + ops * WHOLE_OP_BYTES, f"{ops:,} ops held whole"
+
+
+def check_memory(source, streamed: bool) -> None:
+    """Refuse, before any work, a run whose :func:`memory_estimate` exceeds
+    :func:`available_memory`, in one line."""
+    need, how = memory_estimate(source, streamed)
+    have = available_memory()
+    if need > have:
+        gib = 1 << 30
+        hint = ("" if streamed else "; stream it (stream='auto' or 'always', sync=rounds or barrier keep "
+                "the window small)")
+        raise SpecError(f"simulate {source.label()}: needs about {need / gib:.1f} GiB ({how}), "
+                        f"{have / gib:.1f} GiB available, expected an estimate within the available memory{hint}")
+
+
+def largest_round_ops(source) -> int:
+    """Ops of ``source``'s largest round, counted as :func:`estimated_ops`
+    counts; for rank-wise patterns (whose ranks differ) the mean round."""
+    pattern = getattr(source, "pattern", None)
+    if isinstance(pattern, CirculantPattern):
+        return source.p * max(Counter(step[1] for step in pattern.t.steps).values(), default=0)
+    if isinstance(pattern, ArrayPattern):
+        per_round: Counter = Counter()
+        for members, b, _ in pattern.classes():
+            for st in b.steps:
+                per_round[st.round] += len(members)
+        return max(per_round.values(), default=0)
+    if pattern is not None:   # ranks differ (e.g. direct all-to-all: rank t posts P − 1 receives in round t only)
+        rounds = len({op.round for op in pattern.ops_for(0)})
+        return -(-estimated_ops(source) // max(rounds, 1))
+    return estimated_ops(source)
+
+
+def estimated_ops(source) -> int:
+    """Ops in ``source``'s program, counted without building it: exact for
+    circulant and array patterns (ranks × template steps; classes × their
+    steps) and GOAL programs, P × rank 0's ops for rank-wise patterns."""
+    pattern = getattr(source, "pattern", None)
+    if isinstance(pattern, CirculantPattern):
+        return source.p * len(pattern.t.steps)
+    if isinstance(pattern, ArrayPattern):
+        return sum(len(members) * len(b.steps) for members, b, _ in pattern.classes())
+    if pattern is not None:
+        return source.p * len(pattern.ops_for(0))
+    return len(source) if hasattr(source, "__len__") else 0
 
 
 def _lockstep(schedule, model, options, kw, trace, os_noise):

@@ -117,9 +117,9 @@ def _circulant(case) -> bool:
 
 CIRCULANT = [c for c in CASES if _circulant(c)]
 MAX_OPS = 200_000   # per example: the first chunks only, for P² patterns
-# Bruck's all-to-all sends P/2 scattered blocks per rank and round: its first
-# chunk alone holds P²/2 block runs, so it is drawn from a smaller range
-MAX_P = {("alltoall", "bruck"): 1024}
+# Bruck's all-to-all sends P/2 scattered blocks per rank and round: as strided
+# runs its chunks hold one run per op, so it is drawn from the full range too
+MAX_P: dict = {}
 
 
 def supported_ps(info, params, lo, hi, cap=64):
@@ -212,3 +212,81 @@ def test_dependencies_are_exactly_the_data_flow(case):
                 assert set(want) <= set(op.deps), f"{where}: misses data dependencies {set(want) - set(op.deps)}"
                 if sched.algorithm not in LOCKSTEP:
                     assert op.deps == want, f"{where}: dependencies {op.deps}, data flow gives {want}"
+
+
+# ---- strided block runs (issue 18 item 3) ------------------------------------
+
+def expand_runs(runs, nblocks):
+    """The block lists a strided-run list stands for, piece by piece."""
+    dst, src = [], []
+    for d, s, n, count, sd, ss in runs:
+        for c in range(count):
+            dst += [(d + c * sd + i) % nblocks for i in range(n)]
+            src += [(s + c * ss + i) % nblocks for i in range(n)]
+    return dst, src
+
+
+@settings(max_examples=60, deadline=None)
+@given(nb=st.integers(1, 12), data=st.data())
+def test_strided_runs_stand_for_their_blocks_and_move_with_a_circulant_shift(nb, data):
+    """strided_runs loses no block, and (the property the circulant program
+    relies on) the runs of lists moved by a constant modulo nblocks are the
+    runs of the original lists, moved; canonical_runs (vectorised over rows)
+    agrees with it row by row."""
+    from topocoll.schedules.program import canonical_runs, strided_runs
+    length = data.draw(st.integers(0, 3 * nb))
+    dst = data.draw(st.lists(st.integers(0, nb - 1), min_size=length, max_size=length))
+    src = data.draw(st.lists(st.integers(0, nb - 1), min_size=length, max_size=length))
+    runs = strided_runs(dst, src, nb)
+    assert expand_runs(runs, nb) == (dst, src)
+    assert all(0 <= r[0] < nb and 0 <= r[1] < nb and r[2] >= 1 and r[3] >= 1 for r in runs)
+    a, b = data.draw(st.integers(0, nb - 1)), data.draw(st.integers(0, nb - 1))
+    moved = strided_runs([(x + a) % nb for x in dst], [(x + b) % nb for x in src], nb)
+    assert moved == [((d + a) % nb, (s + b) % nb, n, c, sd, ss) for d, s, n, c, sd, ss in runs]
+    if length:
+        rows = np.array([dst, [(x + a) % nb for x in dst]]), np.array([src, [(x + b) % nb for x in src]])
+        counts, cols = canonical_runs(rows[0], rows[1], np.ones_like(rows[0]), nb)
+        flat = list(zip(*(c.tolist() for c in cols)))
+        assert counts.tolist() == [len(runs), len(moved)]
+        assert flat == [tuple(r) for r in runs + moved]
+
+
+def test_run_bytes_of_strided_runs_over_uneven_blocks():
+    """Bytes of strided runs over MPI-style uneven blocks equal the block sizes
+    summed one by one (wrap past the last block included)."""
+    from topocoll.schedules.program import run_bytes, strided_runs
+    sizes = np.array([9, 9, 9, 8, 8, 8, 8], dtype=np.int64)   # count = 59 over 7 blocks
+    lists = [((6, 0, 1), (2, 3, 4)), ((1, 3, 5), (1, 3, 5)), ((5, 6, 2, 3, 6, 0), (0, 1, 2, 3, 4, 5)), ((), ())]
+    runs = [strided_runs(d, s, 7) for d, s in lists]
+    flat = np.array([r for rs in runs for r in rs], dtype=np.int64)
+    ptr = np.concatenate(([0], np.cumsum([len(r) for r in runs])))
+    got = run_bytes(sizes, ptr, flat[:, 0], flat[:, 2], flat[:, 3], flat[:, 4])
+    assert got.tolist() == [int(sizes[list(d)].sum()) for d, _ in lists] == [26, 25, 50, 0]
+
+
+def test_bruck_alltoall_streams_at_20480_ranks():
+    """BENCHMARKS.md had Bruck's all-to-all at P = 20,480 a MemoryError in its
+    first round (P²/2 single-block runs). With strided runs every op is one
+    run: 15 rounds, P·47 ops; each send of round x carries the positions
+    j < P whose bit x is set (counted here independently), and rank 12,345's
+    rows rebuild its ops_for."""
+    p = 20480
+    sched = generate("alltoall", "bruck", p, k=1, count=p, itemsize=1)
+    ops = runs = 0
+    rounds = []
+    mine, local = [], {}
+    buffers = sched.program().buffers
+    for chunk in sched.program():
+        ops += len(chunk)
+        runs += len(chunk.run_len)
+        rounds.append(chunk.round)
+        sends = chunk.kind == SEND
+        x = chunk.round
+        want = sum(1 for j in range(1, p) if (j >> x) & 1)
+        assert (chunk.nbytes[sends] == want).all(), f"round {x}: send sizes"
+        for _, gid, op in ops_from_chunk_rows(chunk, buffers, np.flatnonzero(chunk.rank == 12345)):
+            local[gid] = len(mine)
+            mine.append(type(op)(**{**{f: getattr(op, f) for f in op.__dataclass_fields__},
+                                    "deps": tuple(local[d] for d in op.deps)}))
+    assert rounds == list(range(15)) and ops == runs == 47 * p
+    assert mine == normalised([sched.ops_for(12345)])[0]
