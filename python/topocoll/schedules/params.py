@@ -27,6 +27,18 @@ name            accepted values
 ``mapping``     an axis order such as ``"xyz"`` (default: as many axes as the
                 shape has sizes) or ``P`` node indices ``0 .. P − 1``
 ``depth_order`` ``None`` or ``P`` ranks ``0 .. P − 1``
+``ppn``         ranks per node: an integer ``1 ..`` :data:`MAX_PPN`, or ``None``
+                (from the platform: a comparison's value, refused by the
+                generator until a platform gives it)
+``leaders``     leaders (groups) per node: an integer ``1 ..`` :data:`MAX_PPN`
+                (the generator bounds it by ``ppn``)
+``inter``       the leaders' algorithm of a hierarchical schedule: a name, or
+                ``name:param=value[:param=value]`` (``"bruck:n=2"``,
+                ``"radix_k:k=4,3"``), at most :data:`MAX_INTER_PARAMS`
+                parameters, :data:`MAX_INTER_TEXT` characters; or a dict
+                ``{"algorithm": name, param: value, ...}``
+``nodes``       ``None`` or ``P`` node indices ``0 .. P − 1`` (the node of
+                every rank)
 ==============  ===============================================================
 
 Finer conditions (a shape's product equals P, radices multiply to P, a
@@ -54,8 +66,14 @@ MAX_SEED = (1 << 64) - 1
 #: sizes of a torus or mesh partition (Kumar & Heidelberger's X×Y×Z)
 MAX_SHAPE_DIMS = 3
 AXES = "xyz"
+#: ranks per node of a hierarchical schedule (the largest nodes have a few hundred cores)
+MAX_PPN = 1 << 12
+#: parameters and characters of a hierarchical schedule's ``inter=`` value
+MAX_INTER_PARAMS = 8
+MAX_INTER_TEXT = 256
 
-__all__ = ["MAX_BLOCKS", "MAX_MESH_DIMS", "MAX_SEED", "ParamSpec", "SPECS", "check_params"]
+__all__ = ["MAX_BLOCKS", "MAX_INTER_PARAMS", "MAX_INTER_TEXT", "MAX_MESH_DIMS", "MAX_PPN", "MAX_SEED", "ParamSpec",
+           "SPECS", "check_params", "format_inter", "parse_inter"]
 
 
 def _is_int(value) -> bool:
@@ -210,6 +228,86 @@ def _depth_order(where, p, value, params, default=None):
     return _ranks(where, "depth_order", p, value)
 
 
+def _inter_scalar(text: str):
+    """A value inside ``inter=``: ``2`` -> 2, ``4,3`` -> [4, 3], else the text."""
+    text = text.strip()
+    if "," in text:
+        return [_inter_scalar(t) for t in text.split(",") if t.strip()]
+    return int(text) if re.fullmatch(r"[+-]?\d{1,19}", text) else text
+
+
+def _inter_text(value) -> str:
+    """One value of ``inter=`` as text (lists joined with commas, as the CLI splits them)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_inter_text(v) for v in value)
+    return str(value)
+
+
+def parse_inter(where: str, value) -> tuple[str, dict]:
+    """``inter=`` as ``(algorithm name, its parameters)``.
+
+    >>> parse_inter("x", "radix_k:k=4,3")
+    ('radix_k', {'k': [4, 3]})
+    >>> parse_inter("x", ["radix_k:k=4", 3])      # what the CLI makes of --param inter=radix_k:k=4,3
+    ('radix_k', {'k': [4, 3]})
+    """
+    expected = ("expected an algorithm name or name:param=value[:param=value] (e.g. bruck:n=2), "
+                f"at most {MAX_INTER_PARAMS} parameters and {MAX_INTER_TEXT} characters")
+    if isinstance(value, dict):
+        params = dict(value)
+        name = params.pop("algorithm", None)
+        if not isinstance(name, str):
+            raise SpecError(f"{where}: inter={value!r} has no 'algorithm' name, {expected}")
+        text = name + "".join(f":{k}={_inter_text(v)}" for k, v in params.items())
+    elif isinstance(value, (str, list, tuple)):
+        text = _inter_text(value)
+    else:
+        raise SpecError(f"{where}: inter={value!r}, {expected}")
+    parts = text.split(":")
+    if len(text) > MAX_INTER_TEXT or len(parts) > MAX_INTER_PARAMS + 1 \
+            or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", parts[0].strip()):
+        raise SpecError(f"{where}: inter={text[:80]!r}, {expected}")
+    params = {}
+    for part in parts[1:]:
+        key, sep, raw = part.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", key) or key in params:
+            raise SpecError(f"{where}: inter={text[:80]!r}: {part!r} is not a new param=value, {expected}")
+        params[key] = _inter_scalar(raw)
+    return parts[0].strip(), params
+
+
+def format_inter(value) -> str:
+    """``inter=`` as the canonical text ``name[:param=value]`` (labels, tables).
+
+    >>> format_inter({"algorithm": "bruck", "n": 2})
+    'bruck:n=2'
+    """
+    name, params = parse_inter("inter", value)
+    return name + "".join(f":{k}={_inter_text(v)}" for k, v in params.items())
+
+
+def _inter(where, p, value, params, default=None):
+    parse_inter(where, value)
+    return format_inter(value)
+
+
+def _ppn(where, p, value, params, default=None):
+    if value is None:
+        return None
+    return _bounded_int(where, "ppn", value, 1, MAX_PPN, " ranks per node")
+
+
+def _leaders(where, p, value, params, default=None):
+    return _bounded_int(where, "leaders", value, 1, MAX_PPN, " leaders per node (at most ppn)")
+
+
+def _nodes(where, p, value, params, default=None):
+    if value is None:
+        return None
+    return _ranks(where, "nodes", p, value)
+
+
 SPECS: dict[str, ParamSpec] = {
     "n": ParamSpec("ports: messages per rank and round, 1..P−1, or 'auto'", _ports),
     "k": ParamSpec("ports 1..P (Bruck) or radices with product P (radix-k)", _k),
@@ -229,6 +327,10 @@ SPECS: dict[str, ParamSpec] = {
     "mapping": ParamSpec("rank to coordinates: axis order or P node indices", _mapping,
                          resolve=_mapping_default),
     "depth_order": ParamSpec("ranks front to back (None: rank order)", _depth_order),
+    "ppn": ParamSpec("ranks per node (node-major numbering), 1..4096; None: from the platform", _ppn),
+    "leaders": ParamSpec("leaders per node: one per socket or rail, 1..ppn", _leaders),
+    "inter": ParamSpec("the leaders' algorithm: name or name:param=value[:param=value]", _inter),
+    "nodes": ParamSpec("node index of every rank (None: ppn per node, node-major)", _nodes),
 }
 
 

@@ -339,12 +339,17 @@ class SameResult:
 
     ``text`` is what ``topocoll algorithms`` shows; ``commutative_up_to`` and
     ``ordered_up_to`` the largest P at which the trees agree under each
-    comparison (``None``: every P).
+    comparison (``None``: every P). ``per_schedule``: the answer depends on
+    the parameters, not on P alone (a hierarchical schedule agrees where its
+    leaders' algorithm does, on its leaders): :func:`catalogue_identical`
+    returns ``None`` so callers analyse the schedule, and :meth:`holds`
+    answers for the registry's sweep only (tested).
     """
 
     text: str
     commutative_up_to: int | None = None
     ordered_up_to: int | None = None
+    per_schedule: bool = False
 
     def holds(self, p: int, operands: str = "commutative") -> bool:
         """Whether every rank's trees agree at ``p`` ranks."""
@@ -364,6 +369,8 @@ NO_DATA = SameResult("no data")
 #: ordered operands P ≤ 64)
 ALLREDUCE_SAME_RESULT: dict[str, SameResult] = {
     "binomial": EVERY_P,                      # reduce to 0 in rank order, then a broadcast
+    # the leaders' results, broadcast: as the leaders' algorithm (inter=) on its leaders
+    "hierarchical": SameResult("as its leaders' algorithm (analysed per schedule)", per_schedule=True),
     "bruck": AT_MOST_TWO,                     # rank r: x_r∘(window from r+1) (End et al. §III-C)
     "butterfly_virtual": EVERY_P,             # butterfly: both partners combine the same two values
     "nway_dissemination": AT_MOST_TWO,        # rank r's window starts at r (End et al. §III-B)
@@ -408,4 +415,4 @@ def catalogue_identical(collective: str, name: str, p: int, op: str = "sum", dty
     if operands is None:
         return True
     rule = same_result(collective, name)
-    return None if rule is None else rule.holds(p, operands)
+    return None if rule is None or rule.per_schedule else rule.holds(p, operands)
