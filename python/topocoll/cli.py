@@ -355,54 +355,30 @@ def cmd_compare(args) -> int:
     check_collective(args.collective)
     sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
+    from .tune.cli import check_output, ranking_csv, ranking_json, write_output
+    if args.json == "-" and args.csv == "-":
+        raise SpecError("compare: --json - and --csv - both write to stdout, expected one at most")
+    check_output("--json", args.json)
+    check_output("--csv", args.csv)
     progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
     try:
         rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op,
                     workers=args.jobs, on_result=progress if progress.active else None)
     finally:
         progress.close()
-    _print_ranking(args.collective, args.procs, rows, model, platform)
+    if "-" not in (args.json, args.csv):
+        _print_ranking(args.collective, args.procs, rows, model, platform)
+    if args.json is not None:
+        write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform))
+    if args.csv is not None:
+        write_output("--csv", args.csv, ranking_csv(rows))
     return 0
 
 
 def cmd_demo(args) -> int:
-    """The main job on an embedded default: which allreduce is fastest, and why."""
-    from .schedules import report
-    from .schedules.registry import catalogue, lookup
-    from .sim import AlphaBetaGamma, Platform, StaticContention, make_network
-    from .tune import rank
-    from .verify import verify
-    p = args.procs
-    print(f"topocoll demo: allreduce on P={p} ranks\n")
-    print("1. every allreduce algorithm, verified symbolically (sum, and rank order where claimed):")
-    for info in catalogue().values():
-        if info.collective != "allreduce":
-            continue
-        try:
-            info.check_size(p, info.compare)
-            sched = info.generate(p, **info.compare)
-        except TopocollError as exc:
-            print(f"   {info.name:<28} not available at P={p}: {exc}")
-            continue
-        op = verify(sched)
-        rep = report(sched)
-        print(f"   {sched.label():<56} OK for op={op:<15} {rep.rounds:>2} rounds, "
-              f"split-phase: {'yes' if rep.all_ranks_active_every_round else 'no'}")
-    ddr = Platform(alpha=1e-6, bandwidth=2e9, reduce_bandwidth=4e9)
-    print("\n2. the same algorithms ranked by the α-β-γ model (DDR InfiniBand: α = 1 µs, 2 GB/s), "
-          "for sum:")
-    model = AlphaBetaGamma()
-    _print_ranking("allreduce", p, rank("allreduce", p, [8, 64 << 10, 4 << 20], model=model, platform=ddr),
-                   model, ddr)
-    print("\n3. on a network: 144 ranks on a 12-ary 2-tree (DDR InfiniBand, d-mod-k routing), 4 MiB,"
-          "\n   in the routing engine's node order and in a random order (Cavin & Demengeon §5.2):")
-    model = StaticContention()
-    for order in ("routing", "random"):
-        net = Platform(alpha=1e-6, reduce_bandwidth=4e9,
-                       network=make_network("kary:12,2", 144, routing="d-mod-k", order=order, seed=1))
-        _print_ranking("allreduce", 144, rank("allreduce", 144, [4 << 20], model=model, platform=net), model, net)
-    print("\n4. the adapted 2-way dissemination at P=8, round by round (End et al. 2016, Table I):")
-    return _print_show(lookup("allreduce", "nway_dissemination").generate(8, n=2), None)
+    """The main job on an embedded default (:mod:`topocoll.demo`)."""
+    from . import demo
+    return demo.run(args)
 
 
 # ---- helpers ---------------------------------------------------------------
@@ -424,6 +400,10 @@ EXTENSIONS = (
      {"bench": "time topocoll's algorithms beside the MPI library's collective (under mpiexec)"}),
     ("topocoll.mpi.calibrate", "add_calibrate_parser",
      {"calibrate": "measure α, β, γ and LogGP parameters with MPI and write a machine profile"}),
+    ("topocoll.tune.cli", "add_tune_parser",
+     {"tune": "the best algorithm per (P, size) on a network, the MPI libraries' defaults, tuning files"}),
+    ("topocoll.reproduce.cli", "add_reproduce_parser",
+     {"reproduce": "reproduce the papers' results in simulation: pages, CSV, plots"}),
 )
 
 
@@ -447,8 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
                    description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
                                "link contention on a network (--topology), or by an event-driven "
                                "model (--model loggops|flow|congestion|packet).").fill_with(_compare_arguments)
-    sub.add_parser("demo", help="the main job on an embedded default (allreduce on 24 ranks)",
-                   description="Verify, rank and show the allreduce algorithms on an embedded default."
+    sub.add_parser("demo", help="the main job on an embedded default (144-node DDR fat tree) and its HTML report",
+                   description="Rank compositing, allreduce (with network noise) and all-to-all algorithms on an "
+                               "embedded default network and write report/index.html."
                    ).fill_with(_demo_arguments)
 
     for module, register, verbs in EXTENSIONS:
@@ -529,13 +510,15 @@ def _compare_arguments(p) -> None:
                    help="print each candidate's result on stderr as it finishes (on a terminal this and a "
                         "progress bar show anyway after "
                         f"{PROGRESS_DELAY:g} s); stdout keeps only the final tables")
+    p.add_argument("--json", metavar="FILE", help="also write the ranking as JSON (- : to stdout, instead of the table)")
+    p.add_argument("--csv", metavar="FILE", help="also write the ranking as CSV (- : to stdout, instead of the table)")
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 
 
 def _demo_arguments(p) -> None:
-    p.add_argument("-P", "--procs", type=bounded_int(1, MAX_DEMO_P, what="number of ranks"), default=24,
-                   help=f"number of ranks (default 24, at most {MAX_DEMO_P})")
+    from . import demo
+    demo.add_arguments(p)
     p.set_defaults(func=cmd_demo)
 
 

@@ -32,6 +32,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+import numpy as np
+
 from ..errors import SpecError, TopocollError
 from ..schedules.metrics import ScheduleReport, report
 from ..schedules.registry import MAX_MODEL_MESSAGES, catalogue, check_collective, check_procs, lookup, \
@@ -154,6 +156,29 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
+
+def compare_params(info, p: int, platform: Platform | None) -> dict:
+    """The parameters ``info`` is compared with at ``p`` on ``platform``: the
+    registry's comparison set, with the ranks' nodes filled in where the
+    algorithm takes them (``hierarchical``'s ``ppn=None``) and the network
+    has nodes (``SPEC+ppn=N``): ``ppn`` from it, and the node of every rank
+    from the placement when ranks are not node-major (e.g. ``dist=cyclic``)."""
+    params = dict(info.compare)
+    if "ppn" not in params or params["ppn"] is not None:
+        return params
+    net = platform.network if platform is not None else None
+    topo = getattr(net, "topology", None)
+    if topo is None or topo.family != "nodes":
+        return params
+    ppn = topo.params["nodes"].ppn
+    hosts = np.asarray(net.order[:p], dtype=np.int64) // ppn
+    dense = {}
+    nodes = tuple(dense.setdefault(int(h), len(dense)) for h in hosts)
+    params["ppn"] = ppn
+    if nodes != tuple(r // ppn for r in range(p)):
+        params["nodes"] = nodes
+    return params
+
 def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None = None,
          platform: Platform | None = None, op: str = "sum", itemsize: int = 1, workers: int | None = None,
          on_result: Callable[[Evaluated], None] | None = None, serial_below: int | None = None) -> list[Ranked]:
@@ -239,19 +264,20 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
     for info in catalogue().values():
         if info.collective != collective:
             continue
-        if not info.supports(p, info.compare):
+        params = compare_params(info, p, platform)
+        if not info.supports(p, params):
             left_out.append(f"{info.name} (not for P={p}: {info.p_rule_text})")
             continue
         try:
-            work += info.check_size(p, info.compare, limit=MAX_MODEL_MESSAGES, purpose="a model")
+            work += info.check_size(p, params, limit=MAX_MODEL_MESSAGES, purpose="a model")
         except SpecError as exc:
             left_out.append(f"{info.name} ({exc})")
             continue
-        entries.append(info)
+        entries.append((info, params))
 
     # one evaluation per (size, algorithm), size-major in the registry's order
-    tasks = [(i, j, _Task(collective, info.name, p, dict(info.compare), args[size], commutative, idempotent, op))
-             for i, size in enumerate(sizes) for j, info in enumerate(entries)]
+    tasks = [(i, j, _Task(collective, info.name, p, dict(params), args[size], commutative, idempotent, op))
+             for i, size in enumerate(sizes) for j, (info, params) in enumerate(entries)]
     total = len(tasks)
     done = 0
 
@@ -260,7 +286,7 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
         done += 1
         if on_result is not None:
             found, why = outcome
-            name = entries[j].name
+            name = entries[j][0].name
             if found is None:
                 on_result(Evaluated(sizes[i], name, None, None, None, why, done, total))
             else:
@@ -271,7 +297,7 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
         found = []
         for j, (row, why) in enumerate(outcomes):
             if row is None:
-                left_out.append(f"{entries[j].name} ({why})")
+                left_out.append(f"{entries[j][0].name} ({why})")
             else:
                 found.append(row)
         if not found:

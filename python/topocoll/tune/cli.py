@@ -1,0 +1,352 @@
+"""``topocoll tune``: the decision table over a grid of P and sizes, its views and tuning files.
+
+Also the ``--json``/``--csv`` writers of ``topocoll compare`` (:func:`ranking_json`,
+:func:`ranking_csv`). Every file is checked writable before any work and
+written through a temporary file renamed into place (:func:`.emit.write_atomic`),
+so bad input or a failure leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from ..argtypes import bounded_int, finite_float, parse_size, seed
+from ..errors import SpecError
+from .emit import _umask
+
+#: most P values or sizes a range expands to
+MAX_AXIS = 64
+#: most panels (collectives × P) of a plot
+MAX_PANELS = 48
+
+__all__ = ["MAX_AXIS", "add_tune_parser", "cmd_tune", "parse_procs", "parse_size_range", "ranking_csv",
+           "ranking_json", "write_output"]
+
+
+def parse_procs(text: str) -> list[int]:
+    """``16,64,144`` or ``2..64`` (every power of two in the range, and both ends); at most
+    :data:`MAX_AXIS` values.
+
+    Examples
+    --------
+    >>> parse_procs("2..20,144")
+    [2, 4, 8, 16, 20, 144]
+    """
+    return _axis(text, "-P", int_only=True)
+
+
+def parse_size_range(text: str) -> list[int]:
+    """``8,64K,4M`` or ``8..4M`` (every power of two in the range, and both ends).
+
+    Examples
+    --------
+    >>> parse_size_range("8..64")
+    [8, 16, 32, 64]
+    """
+    return _axis(text, "--sizes", int_only=False)
+
+
+def _axis(text: str, option: str, *, int_only: bool) -> list[int]:
+    parts = str(text).split(",")
+    if not str(text).strip() or any(not part.strip() for part in parts):
+        raise SpecError(f"{option} {text!r}, expected values separated by single commas, or a range LO..HI")
+    values: set[int] = set()
+
+    def one(word):
+        if int_only:
+            if not re.fullmatch(r"[0-9]+", word.strip()):
+                raise SpecError(f"{option} {text!r}: {word!r} is not a whole number of ranks")
+            return int(word)
+        return parse_size(word)
+
+    for part in parts:
+        if ".." in part:
+            lo_text, hi_text = part.split("..", 1)
+            lo, hi = one(lo_text), one(hi_text)
+            if lo < 1 or hi < lo:
+                raise SpecError(f"{option} {text!r}: range {part.strip()} is empty, expected LO..HI with "
+                                "1 <= LO <= HI")
+            values.add(lo)
+            values.add(hi)
+            x = 1
+            while x <= hi:
+                if x >= lo:
+                    values.add(x)
+                x *= 2
+                if len(values) > MAX_AXIS:
+                    break
+        else:
+            values.add(one(part))
+        if len(values) > MAX_AXIS:
+            raise SpecError(f"{option} {text!r}: more than {MAX_AXIS} values, expected at most {MAX_AXIS}")
+    if int_only and min(values) < 1:
+        raise SpecError(f"{option} {text!r}: P=0, expected at least 1 rank")
+    return sorted(values)
+
+
+# ---- writing files -------------------------------------------------------------------------
+
+def check_output(option: str, path) -> Path | None:
+    """``path`` checked writable now (its directory exists and takes files), before any work;
+    ``-`` (stdout) and None pass."""
+    if path is None or str(path) == "-":
+        return None
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not str(path).strip() or p.is_dir() or str(path).endswith(("/", os.sep)):
+        raise SpecError(f"{option} {str(path)!r}, expected a file name to write")
+    if not parent.is_dir():
+        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise SpecError(f"{option} {str(path)!r}: the file is not writable")
+    return p
+
+
+def write_output(option: str, path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (``-``: stdout)."""
+    from .emit import write_atomic
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(path, text)
+    except SpecError as exc:
+        raise SpecError(f"{option}: {exc}") from None
+
+
+# ---- compare --json / --csv ----------------------------------------------------------------
+
+def _ranking_rows(rows) -> list[dict]:
+    out = []
+    for r in rows:
+        out.append({"size": r.size, "position": r.position, "algorithm": r.algorithm,
+                    "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.params.items()},
+                    "rounds": r.report.rounds, "messages_per_rank": r.report.max_messages_per_rank,
+                    "bytes_per_rank": r.report.max_bytes_per_rank, "time_s": r.time,
+                    "congestion": r.estimate.congestion, "hottest_link": r.estimate.hot_link})
+    return out
+
+
+def ranking_json(collective: str, p: int, rows, model, platform) -> str:
+    """``topocoll compare --json``: the ranking as one JSON object."""
+    return json.dumps({"collective": collective, "p": p, "model": model.name, "platform": platform.describe(),
+                       "rows": _ranking_rows(rows)}, indent=1) + "\n"
+
+
+def ranking_csv(rows) -> str:
+    """``topocoll compare --csv``: one line per (size, algorithm)."""
+    buf = io.StringIO()
+    fields = ["size", "position", "algorithm", "params", "rounds", "messages_per_rank", "bytes_per_rank", "time_s",
+              "congestion", "hottest_link"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in _ranking_rows(rows):
+        row["params"] = ";".join(f"{k}={v}" for k, v in row["params"].items())
+        row["time_s"] = f"{row['time_s']:.6g}"
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+# ---- plot ----------------------------------------------------------------------------------
+
+def plot(table, path) -> None:
+    """Time against size per algorithm (each algorithm's best parameters and order), one panel per
+    (collective, P); the tuned choice at each size is marked. Written atomically."""
+    import matplotlib          # optional dependency: imported only to plot
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(coll, p) for coll in table.collectives for p in table.procs]
+    if len(panels) > MAX_PANELS:
+        raise SpecError(f"--plot: {len(panels)} panels (collectives × P), expected at most {MAX_PANELS}: "
+                        "tune fewer P or collectives")
+    cols = min(4, len(table.procs))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (coll, p) in zip(axes.flat, panels):
+        curves: dict[str, list[tuple[int, float]]] = {}
+        chosen = []
+        for size in table.sizes:
+            pt = table.points.get((coll, p, size))
+            if pt is None:
+                continue
+            for name, choice in pt.fixed().items():
+                curves.setdefault(name, []).append((size, choice.time))
+            chosen.append((size, pt.best.time, pt.best.algorithm))
+        for name, pts in sorted(curves.items()):
+            xs, ys = zip(*pts)
+            ax.plot(xs, [y * 1e6 for y in ys], marker=".", linewidth=1, label=name)
+        if chosen:
+            ax.scatter([c[0] for c in chosen], [c[1] * 1e6 for c in chosen], s=90, facecolors="none",
+                       edgecolors="black", linewidths=1.5, label="tuned choice", zorder=5)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{coll}, P={p}", fontsize=9)
+        ax.set_xlabel("message size (B)", fontsize=8)
+        ax.set_ylabel("time (µs, model)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+    fig.suptitle(f"topocoll tune: {table.model} model", fontsize=10)
+    fig.tight_layout()
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix or ".png",
+                               dir=target.parent if str(target.parent) else ".")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=(target.suffix.lstrip(".") or "png"))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except (OSError, ValueError) as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise SpecError(f"--plot {str(path)!r}: cannot write ({exc})") from None
+    finally:
+        plt.close(fig)
+
+
+# ---- the verb ------------------------------------------------------------------------------
+
+_OUTPUTS = (("--json", "json"), ("--csv", "csv"), ("--plot", "plot"), ("--openmpi-rules", "openmpi_rules"),
+            ("--mpich-json", "mpich_json"), ("--topocoll-json", "topocoll_json"))
+
+
+def cmd_tune(args) -> int:
+    from ..sim import model_named
+    from ..verify import OPERATORS
+    from .tuner import tune
+
+    collectives = [c.strip() for c in args.collectives.split(",")]
+    if any(not c for c in collectives):
+        raise SpecError(f"tune: collectives {args.collectives!r}, expected names separated by single commas")
+    stdout_users = [opt for opt, dest in _OUTPUTS if str(getattr(args, dest) or "") == "-"]
+    if len(stdout_users) > 1:
+        raise SpecError(f"tune: {' and '.join(stdout_users)} both write to stdout, expected one at most")
+    if args.plot == "-":
+        raise SpecError("tune: --plot -, expected a file name (the plot is a PNG, SVG or PDF)")
+    for opt, dest in _OUTPUTS:
+        check_output(opt, getattr(args, dest))
+    if args.plot is not None and Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise SpecError(f"--plot {args.plot!r}, expected a .png, .svg or .pdf file")
+    try:
+        commutative, idempotent = OPERATORS[args.op]
+    except KeyError:
+        raise SpecError(f"tune: --op {args.op!r}, expected one of {', '.join(OPERATORS)}") from None
+    model = None
+    if args.model is not None:
+        if args.model == "static" and args.topology is None:
+            raise SpecError("--model static needs a network, expected --topology SPEC")
+        if args.model == "alpha-beta-gamma" and args.topology is not None:
+            raise SpecError(f"--model alpha-beta-gamma with --topology {args.topology}, expected no network")
+        model = model_named(args.model)
+    orders = [o.strip() for o in args.orders.split(",")] if args.orders else None
+    if orders is not None and any(not o for o in orders):
+        raise SpecError(f"--orders {args.orders!r}, expected names separated by single commas")
+    libraries = [lib.strip() for lib in args.libraries.split(",")] if args.libraries else []
+    explain = None
+    if args.explain is not None:
+        explain = (_one_int("--explain P", args.explain[0]), parse_size(args.explain[1]))
+    progress = None
+    if sys.stderr.isatty():
+        def progress(done, total):
+            print(f"\rtune: {done}/{total} evaluations", end="" if done < total else "\n", file=sys.stderr)
+    table = tune(collectives, parse_procs(args.procs), parse_size_range(args.sizes), topology=args.topology,
+                 routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
+                 reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
+                 libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
+                 seed=args.seed, keep=args.keep, on_progress=progress)
+    if explain is not None:
+        text = [table.explain(coll, explain[0], explain[1]) for coll in table.collectives]
+        body = "\n\n".join(text)
+    else:
+        body = table.text()
+    if not stdout_users:
+        print(body)                      # its header names the seed
+    else:
+        print(f"tune: seed {table.seed} (of node orders named random; every other choice is deterministic)",
+              file=sys.stderr)
+    from .emit import emit
+    writers = {"json": lambda: json.dumps(table.to_json(), indent=1) + "\n", "csv": table.to_csv,
+               "openmpi_rules": lambda: emit(table, "openmpi"), "mpich_json": lambda: emit(table, "mpich"),
+               "topocoll_json": lambda: emit(table, "topocoll")}
+    for opt, dest in _OUTPUTS:
+        path = getattr(args, dest)
+        if path is None:
+            continue
+        if dest == "plot":
+            plot(table, path)
+        else:
+            write_output(opt, path, writers[dest]())
+        if str(path) != "-":
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _one_int(option: str, text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", str(text).strip()):
+        raise SpecError(f"{option} {text!r}, expected a whole number")
+    return int(text)
+
+
+def add_tune_parser(sub) -> None:
+    """Register ``topocoll tune`` (called by :mod:`topocoll.cli` through ``EXTENSIONS``)."""
+    from ..sim import MODELS
+    from .libdefaults import LIBRARIES
+    from .rank import MAX_WORKERS
+    from .tuner import DEFAULT_ORDERS, KEEP
+
+    p = sub.add_parser("tune", help="the best algorithm per (P, size) on a network, the MPI libraries' defaults, "
+                                    "tuning files", description=(
+        "Tune collectives over a grid of P and message sizes: the fastest algorithm, parameters and node "
+        "order at each point by a model, the runner-up and margin, the gain over Open MPI's and MPICH's "
+        "default choice; as a table, JSON, CSV, a plot, and tuning files for Open MPI, MPICH and "
+        "topocoll.mpi's algorithm='auto'."))
+    p.add_argument("collectives", help="comma-separated: allreduce, reduce_scatter, alltoall, bcast, allgather")
+    p.add_argument("-P", "--procs", required=True, help="numbers of ranks: 16,64,144 or a range 2..64 (powers of two "
+                                                        f"and both ends), at most {MAX_AXIS}")
+    p.add_argument("--sizes", default="8..4M", help="message sizes in bytes, MPI's convention: 8,64K,4M or a range "
+                                                   "8..4M (powers of two), default 8..4M")
+    p.add_argument("--op", default="sum", help="operator the algorithms must be correct for: sum (commutative, "
+                                               "default), max (also idempotent), noncommutative, ...")
+    p.add_argument("--topology", metavar="SPEC", help="network (kary:12,2, torus:8x8x8, ...): static contention "
+                                                      "model; without it the α-β-γ model")
+    p.add_argument("--routing", help="routing engine (default: the topology family's)")
+    p.add_argument("--orders", help=f"node orders searched, comma-separated (default {','.join(DEFAULT_ORDERS)}; "
+                                    "blocked: 2x2x2 blocks of a torus; random: seeded by --seed)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of a random node order (default 0; printed)")
+    p.add_argument("--model", choices=tuple(MODELS), help="alpha-beta-gamma (default without --topology), static "
+                                                          "(default with it), or an event-driven model")
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6, help="s per message (default 1e-6)")
+    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=2e9,
+                   help="link bandwidth of the α-β-γ model in B/s (default 2e9)")
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=4e9,
+                   help="bytes reduced per second (default 4e9)")
+    p.add_argument("--libraries", default=",".join(LIBRARIES),
+                   help=f"library defaults to compare with (default {','.join(LIBRARIES)}; empty: none)")
+    p.add_argument("--budget", type=finite_float(strict=True, unit="s"), default=None,
+                   help="seconds after which extra parameter values are skipped (the fixed parameters and the "
+                        "libraries' choices are always evaluated)")
+    p.add_argument("--jobs", type=bounded_int(1, MAX_WORKERS, what="worker processes"), default=None, metavar="N",
+                   help="worker processes (default: every CPU; 1: in-process)")
+    p.add_argument("--itemsize", type=bounded_int(1, 1 << 20, what="bytes per element"), default=8,
+                   help="bytes per element (default 8, MPI_DOUBLE)")
+    p.add_argument("--keep", type=bounded_int(1, 64, what="parameter values kept"), default=KEEP,
+                   help=f"parameter values kept per algorithm after α-β-γ pruning (default {KEEP})")
+    p.add_argument("--explain", nargs=2, metavar=("P", "SIZE"),
+                   help="print why the winner wins at one grid point instead of the table")
+    p.add_argument("--json", metavar="FILE", help="write the decision table as JSON (- for stdout)")
+    p.add_argument("--csv", metavar="FILE", help="write one CSV line per grid point (- for stdout)")
+    p.add_argument("--plot", metavar="FILE", help="plot time against size per algorithm (.png, .svg, .pdf)")
+    p.add_argument("--openmpi-rules", metavar="FILE", help="write Open MPI's coll_tuned dynamic rules (5.0.x)")
+    p.add_argument("--mpich-json", metavar="FILE", help="write MPICH's collective selection JSON (5.0.x)")
+    p.add_argument("--topocoll-json", metavar="FILE", help="write the tuning table of topocoll.mpi algorithm='auto'")
+    p.set_defaults(func=cmd_tune)

@@ -1,0 +1,99 @@
+"""`topocoll tune` and `compare --json/--csv` from the command line: outputs, and bad input as one
+line with exit 2 and no file left behind."""
+
+import csv
+import io
+import json
+import os
+
+import pytest
+
+from topocoll.cli import main
+
+
+def run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_tune_writes_every_view(tmp_path, capsys):
+    outs = {name: tmp_path / name for name in ("t.json", "t.csv", "t.png", "ompi.conf", "mpich.json", "tc.json")}
+    status, out, err = run(capsys, "tune", "allreduce,alltoall", "-P", "8,12", "--sizes", "8,64K", "--jobs", "1",
+                           "--json", str(outs["t.json"]), "--csv", str(outs["t.csv"]), "--plot", str(outs["t.png"]),
+                           "--openmpi-rules", str(outs["ompi.conf"]), "--mpich-json", str(outs["mpich.json"]),
+                           "--topocoll-json", str(outs["tc.json"]))
+    assert status == 0, err
+    assert "; seed 0;" in out
+    assert "allreduce decision rules" in out and "gain vs mpich-5.0" in out
+    doc = json.loads(outs["t.json"].read_text())
+    assert doc["format"] == "topocoll-decision-table" and len(doc["points"]) == 2 * 2 * 2
+    rows = list(csv.DictReader(io.StringIO(outs["t.csv"].read_text())))
+    assert {(r["collective"], r["p"], r["size"]) for r in rows} == \
+        {(c, str(p), str(s)) for c in ("allreduce", "alltoall") for p in (8, 12) for s in (8, 65536)}
+    assert outs["t.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert outs["ompi.conf"].read_text().startswith("rule-file-version-2\n")
+    assert "collective=allreduce" in json.loads(outs["mpich.json"].read_text())
+    assert set(json.loads(outs["tc.json"].read_text())) == {"allreduce", "alltoall"}
+    assert sorted(os.listdir(tmp_path)) == sorted(outs)          # no temporary file left
+
+
+def test_tune_explain(capsys):
+    status, out, err = run(capsys, "tune", "allreduce", "-P", "16", "--sizes", "8,4M", "--explain", "16", "4M",
+                           "--jobs", "1")
+    assert status == 0, err
+    assert "winner" in out and "wins by" in out and "Open MPI 5.0.x" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune", "allreduce", "-P", "64..16"], "range 64..16 is empty"),
+    (["tune", "allreduce", "-P", "8", "--sizes", ""], "expected values separated by single commas"),
+    (["tune", "allreduce,,bcast", "-P", "8"], "expected names separated by single commas"),
+    (["tune", "gather", "-P", "8"], "collective 'gather'"),
+    (["tune", "allreduce", "-P", "8", "--libraries", "openmpi-4.1"], "library 'openmpi-4.1'"),
+    (["tune", "allreduce", "-P", "8", "--op", "xyz"], "--op 'xyz'"),
+    (["tune", "allreduce", "-P", ",".join(map(str, range(1, 70)))], "more than 64 values"),
+    (["tune", "allreduce", "-P", "1..1000000"], "expected at most 65536 ranks"),
+    (["tune", "allreduce", "-P", "8", "--explain", "9", "8"], "no grid point allreduce P=9"),
+    (["tune", "allreduce", "-P", "8", "--plot", "x.gif"], "expected a .png, .svg or .pdf file"),
+    (["tune", "allreduce", "-P", "8", "--json", "-", "--csv", "-"], "both write to stdout"),
+])
+def test_tune_bad_input_is_one_line(capsys, argv, message):
+    status, out, err = run(capsys, *argv, "--jobs", "1")
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("topocoll: error: ") and message in err, err
+
+
+def test_unwritable_output_fails_before_work_and_leaves_nothing(tmp_path, capsys):
+    good = tmp_path / "t.json"
+    status, out, err = run(capsys, "tune", "allreduce", "-P", "8", "--json", str(good),
+                           "--mpich-json", str(tmp_path / "missing" / "m.json"))
+    assert status == 2 and "does not exist" in err and "\n" not in err.strip()
+    assert not good.exists() and os.listdir(tmp_path) == []
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who may write anywhere (root): a read-only directory cannot be made")
+        status, out, err = run(capsys, "tune", "allreduce", "-P", "8", "--csv", str(locked / "t.csv"))
+        assert status == 2 and "not writable" in err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_compare_json_and_csv(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    status, out, err = run(capsys, "compare", "allreduce", "-P", "8", "--sizes", "8,4M", "--json", str(path),
+                           "--jobs", "1")
+    assert status == 0 and "rank  algorithm" in out
+    doc = json.loads(path.read_text())
+    assert doc["collective"] == "allreduce" and doc["p"] == 8
+    first = [r for r in doc["rows"] if r["position"] == 1]
+    assert [r["size"] for r in first] == [8, 4 << 20] and first[1]["algorithm"] == "rabenseifner"
+    status, out, err = run(capsys, "compare", "allreduce", "-P", "8", "--sizes", "8", "--csv", "-", "--jobs", "1")
+    assert status == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows[0]["position"] == "1" and len(rows) == len({r["algorithm"] for r in rows})
+    status, out, err = run(capsys, "compare", "allreduce", "-P", "8", "--csv", str(tmp_path / "no" / "x.csv"))
+    assert status == 2 and "does not exist" in err
