@@ -484,5 +484,6 @@ def _pictures(args, sim) -> dict:
         out["bandwidth matrix"] = str(write_matrix_png(bandwidth_matrix(sim), args.matrix))
     if args.draw:
         from ..topology.draw import draw_svg
-        out["link loads"] = str(draw_svg(sim.network.topology, args.draw, loads=sim.link_bytes))
+        unit = "flows" if sim.model == "congestion" else "bytes"   # the congestion model counts flows per link
+        out["link loads"] = str(draw_svg(sim.network.topology, args.draw, loads=sim.link_bytes, unit=unit))
     return out

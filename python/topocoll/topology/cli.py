@@ -129,7 +129,7 @@ def topo_command(args) -> int:
                                       "seed": e.seed, "seconds": round(time.perf_counter() - start, 3)}
     if args.draw:
         try:
-            draw_svg(topo, args.draw, loads)
+            draw_svg(topo, args.draw, loads, unit="flows" if loads is not None else None)
         except OSError as exc:
             raise SpecError(f"--draw {args.draw!r}: {exc.strerror or exc}, expected a writable file") from None
         out["drawing"] = str(args.draw)

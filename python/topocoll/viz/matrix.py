@@ -11,6 +11,8 @@ fraction of the maximum, with a histogram of the pixel values beside it
 vertical axis: number of pixels). Uniform, near-white images mean little
 contention (their Fig. 4, a crossbar); dark, spread histograms mean hot links
 (Fig. 6, the same fat-tree with the nodes in alphabetical order).
+:func:`matrix_figure` draws it with matplotlib: axes in ranks, a colour bar
+in MB/s, and the histogram in MB/s with the minimum, mean and maximum per pair.
 """
 
 from __future__ import annotations
@@ -23,15 +25,12 @@ import numpy as np
 from ..errors import SpecError
 from .timeline import _traced
 
-__all__ = ["NAN_COLOUR", "bandwidth_matrix", "histogram", "summary", "write_matrix_png"]
+__all__ = ["NAN_COLOUR", "bandwidth_matrix", "histogram", "matrix_figure", "summary", "write_matrix_png"]
 
 NAN_COLOUR = (70, 110, 170)
 """RGB of unmeasured pairs (no message, or the diagonal): a mid blue, never a
 grey, so it cannot be read as a bandwidth."""
 
-_MIN_SIDE = 256          # the matrix is scaled up to at least this many pixels
-_HIST_HEIGHT = 96        # histogram panel height, pixels
-_MARGIN = 8
 
 
 def bandwidth_matrix(sim) -> np.ndarray:
@@ -114,17 +113,6 @@ def _vmax(m: np.ndarray, vmax, where: str) -> float:
     return v
 
 
-def _pixel_values(m: np.ndarray, vmax: float) -> np.ndarray:
-    """Grey level 0..255 of every entry (the maximum 255), -1 where NaN."""
-    out = np.full(m.shape, -1, dtype=np.int16)
-    measured = ~np.isnan(m)
-    if vmax > 0:
-        out[measured] = np.rint(np.clip(m[measured] / vmax, 0.0, 1.0) * 255.0).astype(np.int16)
-    else:
-        out[measured] = 0
-    return out
-
-
 def histogram(matrix, bins: int = 20, *, vmax: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Histogram of the measured bandwidths of ``matrix`` (NaN entries left out).
 
@@ -183,18 +171,104 @@ def summary(matrix) -> dict:
             "pairs": int(values.size)}
 
 
-def write_matrix_png(matrix, path, *, vmax: float | None = None) -> Path:
-    """Draw ``matrix`` as the paper's grey-scale image with its histogram under it.
+def matrix_figure(matrix, *, vmax: float | None = None, title: str | None = None, bins: int = 64):
+    """The paper's grey-scale matrix with axes, a colour bar in MB/s and its histogram.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (p, p)
+        Bandwidths, B/s, NaN where not measured (:func:`bandwidth_matrix`).
+    vmax : float, optional
+        Bandwidth drawn white, B/s (default: the largest in ``matrix``; give a
+        common value to compare several runs).
+    title : str, optional
+        Line above the matrix (default: what it shows).
+    bins : int
+        Histogram bins over ``[0, vmax]`` (:func:`histogram`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three axes: ``axes[0]`` the matrix (x: receiving rank, y: sending
+        rank, rank 0 top left; one image whose data are the bandwidths in
+        MB/s), ``axes[1]`` its colour bar (label ``bandwidth (MB/s)``),
+        ``axes[2]`` the histogram of the measured pairs (one bar per bin,
+        heights :func:`histogram`'s counts) with dashed lines at the
+        minimum, mean and maximum, which its title prints in MB/s.
+
+    Notes
+    -----
+    Grey scale as in the paper: ``vmax`` white, zero black; unmeasured
+    entries (NaN, the diagonal) in :data:`NAN_COLOUR`, named in the legend
+    under the matrix. MB = 10^6 B.
+
+    References
+    ----------
+    J. Cavin, J. Demengeon, "Shift-based parallel image compositing on
+    InfiniBand fat-trees", EGPGV 2012, §5, Figs. 4–7 — seed
+    ``shift-based-compositing-fat-tree.txt``, §5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = matrix_figure(np.array([[np.nan, 2e9], [1e9, np.nan]]))
+    >>> fig.axes[0].get_xlabel(), fig.axes[1].get_ylabel()
+    ('receiving rank', 'bandwidth (MB/s)')
+    >>> fig.axes[2].get_title()
+    'per pair: min 1000, mean 1500, max 2000 MB/s (2 pairs)'
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from .figure import new_figure
+    m = _check_matrix(matrix, "matrix_figure")
+    top = _vmax(m, vmax, "matrix_figure")
+    p = m.shape[0]
+    counts, edges = histogram(m, bins, vmax=top if top > 0 else None)
+    stats = summary(m)
+    fig = new_figure(6.4, 7.6)
+    grid = fig.add_gridspec(2, 1, height_ratios=(4, 1.3))
+    ax = fig.add_subplot(grid[0])
+    grey = ListedColormap(np.linspace(0.0, 1.0, 256)[:, None].repeat(3, axis=1), name="paper-grey"
+                          ).with_extremes(bad=tuple(c / 255 for c in NAN_COLOUR))
+    image = ax.imshow(np.ma.masked_invalid(m / 1e6), cmap=grey, vmin=0.0, vmax=(top or 1.0) / 1e6,
+                      interpolation="nearest", origin="upper", extent=(-0.5, p - 0.5, p - 0.5, -0.5))
+    ax.set_xlabel("receiving rank")
+    ax.set_ylabel("sending rank")
+    ax.set_title(title or f"bandwidth per pair, {p} ranks (row: sender, column: receiver)")
+    bar = fig.colorbar(image, ax=ax, shrink=0.85)
+    bar.set_label("bandwidth (MB/s)")
+    ax.legend(handles=[Patch(facecolor=grey.get_bad(), label="not measured (diagonal, no message)")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False, fontsize="small")
+    hx = fig.add_subplot(grid[1])
+    hx.bar(edges[:-1] / 1e6, counts, width=np.diff(edges) / 1e6, align="edge", color="0.25")
+    if stats["pairs"]:
+        for key, style in (("min", ":"), ("mean", "--"), ("max", "-.")):
+            hx.axvline(stats[key] / 1e6, color="tab:red", linestyle=style, linewidth=1, label=key)
+        hx.legend(fontsize="small", ncols=3, loc="upper left")
+        hx.set_title(f"per pair: min {stats['min'] / 1e6:.0f}, mean {stats['mean'] / 1e6:.0f}, "
+                     f"max {stats['max'] / 1e6:.0f} MB/s ({stats['pairs']} pairs)", fontsize="medium")
+    else:
+        hx.set_title("no pair measured", fontsize="medium")
+    hx.set_xlim(0, edges[-1] / 1e6)
+    hx.set_xlabel("bandwidth (MB/s)")
+    hx.set_ylabel("pairs")
+    return fig
+
+
+def write_matrix_png(matrix, path, *, vmax: float | None = None, title: str | None = None) -> Path:
+    """Draw ``matrix`` (:func:`matrix_figure`) and write it to ``path``.
 
     Parameters
     ----------
     matrix : array_like, shape (p, p)
         Bandwidths, B/s, NaN where not measured (:func:`bandwidth_matrix`).
     path : str or os.PathLike
-        PNG file to write.
+        File to write; its suffix picks the format (``.png``, ``.svg``, ``.pdf``).
     vmax : float, optional
-        Bandwidth drawn white, B/s (default: the largest in ``matrix``; give a
-        common value to compare several runs).
+        Bandwidth drawn white, B/s (default: the largest in ``matrix``).
+    title : str, optional
+        See :func:`matrix_figure`.
 
     Returns
     -------
@@ -204,56 +278,10 @@ def write_matrix_png(matrix, path, *, vmax: float | None = None) -> Path:
     ------
     SpecError
         If ``matrix`` is not square with entries >= 0 or NaN, ``vmax`` is not
-        positive, or Pillow is not installed.
-
-    Notes
-    -----
-    An RGB PNG. Top: entry ``(a, b)`` is a square of ``s × s`` pixels at row
-    ``a``, column ``b``, with ``s = ⌈256 / p⌉`` (at least 1) so that small
-    matrices stay visible; its grey level is ``round(255 · bandwidth /
-    vmax)`` (clipped), so ``vmax`` is white and zero is black, as in the
-    paper. Unmeasured entries (NaN, the diagonal) are :data:`NAN_COLOUR`.
-    Below, after an 8-pixel margin: a 96-pixel-high histogram of the grey
-    levels of the measured entries, one black bar per level 0…255 from left
-    to right, heights relative to the tallest, on white.
-
-    References
-    ----------
-    J. Cavin, J. Demengeon, "Shift-based parallel image compositing on
-    InfiniBand fat-trees", EGPGV 2012, §5, Figs. 4–7 — seed
-    ``shift-based-compositing-fat-tree.txt``, §5.
+        positive, or ``path`` cannot be written or has another suffix.
     """
+    from .figure import check_path, save
+    check_path(path, "write_matrix_png")
     m = _check_matrix(matrix, "write_matrix_png")
-    top = _vmax(m, vmax, "write_matrix_png")
-    try:
-        from PIL import Image, ImageDraw
-    except ImportError:
-        raise SpecError("write_matrix_png: Pillow is not installed, expected `pip install pillow` "
-                        "(the viz extra)") from None
-    p = m.shape[0]
-    scale = max(1, -(-_MIN_SIDE // p))
-    side = p * scale
-    grey = _pixel_values(m, top)
-    rgb = np.empty((p, p, 3), dtype=np.uint8)
-    rgb[...] = np.clip(grey, 0, 255).astype(np.uint8)[..., None]
-    rgb[grey < 0] = NAN_COLOUR
-    rgb = np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1)
-
-    height = side + _MARGIN + _HIST_HEIGHT
-    canvas = np.full((height, side, 3), 255, dtype=np.uint8)
-    canvas[:side] = rgb
-    image = Image.fromarray(canvas)               # (h, w, 3) uint8: RGB
-    draw = ImageDraw.Draw(image)
-    counts = np.bincount(grey[grey >= 0].ravel(), minlength=256)
-    tallest = int(counts.max()) if counts.size else 0
-    y0, y1 = side + _MARGIN, height - 1           # panel rows; y1 is the baseline
-    draw.line([(0, y1), (side - 1, y1)], fill=(0, 0, 0))
-    if tallest > 0:
-        for level in np.flatnonzero(counts).tolist():
-            x0 = level * side // 256
-            x1 = max(x0, (level + 1) * side // 256 - 1)
-            h = max(1, round(int(counts[level]) / tallest * (y1 - y0)))
-            draw.rectangle([x0, y1 - h, x1, y1], fill=(0, 0, 0))
-    path = Path(path)
-    image.save(path, format="PNG")
-    return path
+    _vmax(m, vmax, "write_matrix_png")
+    return save(matrix_figure(m, vmax=vmax, title=title), path, "write_matrix_png")

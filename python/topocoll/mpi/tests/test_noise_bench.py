@@ -187,4 +187,5 @@ def test_real_run_under_mpiexec_writes_every_repetition(tmp_path):
     from PIL import Image
 
     with Image.open(tmp_path / "noise.png") as img:
-        assert img.format == "PNG" and img.size == (360, 314)      # two boxes
+        # a matplotlib figure (viz/tests/test_boxplot.py checks its boxes); here: the file is a picture
+        assert img.format == "PNG" and img.size[0] >= 300 and img.size[1] >= 200

@@ -1,25 +1,13 @@
 """Notched box plots (network-noise paper §2.1, Fig. 3): statistics against
-NumPy by hand, the image's size, one box per series, the notch pulled in at
-the median and clipped at the hinges, one-sample series, one-line errors."""
+NumPy by hand, the figure drawn from them (one box per series, the notch
+pulled in at the median and clipped at the hinges, whiskers to the range),
+one-sample series, the reference line, one-line errors."""
 
 import numpy as np
 import pytest
 
 from topocoll.errors import SpecError
-from topocoll.viz.boxplot import (BACKGROUND, BOX_FILL, BOX_OUTLINE, MEDIAN_COLOUR, box_stats, layout,
-                                  write_boxplot_png)
-
-Image = pytest.importorskip("PIL.Image")
-
-
-def _pixels(path):
-    with Image.open(path) as img:
-        assert img.format == "PNG"
-        return np.asarray(img.convert("RGB"))
-
-
-def _is(pixels, x, y, colour):
-    return tuple(int(c) for c in pixels[y, x]) == colour
+from topocoll.viz.boxplot import REFERENCE_COLOUR, box_stats, boxplot_figure, write_boxplot_png
 
 
 def test_box_stats_are_numpy_percentiles_and_the_mcgill_notch():
@@ -32,59 +20,60 @@ def test_box_stats_are_numpy_percentiles_and_the_mcgill_notch():
     assert (s["min"], s["max"], s["n"]) == (values.min(), values.max(), 37)
 
 
-def test_image_size_and_one_box_per_series(tmp_path):
-    same = np.linspace(1.0, 3.0, 101)                      # every box on the same rows
-    series = [(f"s{i}", same + 0.0) for i in range(5)]
-    lay = layout(series)
-    pixels = _pixels(write_boxplot_png(series, tmp_path / "b.png", title="t", ylabel="slowdown"))
-    assert pixels.shape == (314, 68 + 84 * 5 + 12, 3) == (lay.height, lay.width, 3)
-    assert len(lay.boxes) == 5
-    b = lay.boxes[0]
-    row = pixels[(b.y_q3 + b.y_notch_hi) // 2]              # between the upper hinge and the notch
-    inside = np.all(row == BOX_FILL, axis=1).astype(int)
-    starts = np.flatnonzero(np.diff(np.r_[0, inside]) == 1)
-    assert len(starts) == 5                                # five filled boxes, left to right
-    assert [box.x0 < x < box.x1 for box, x in zip(lay.boxes, starts)] == [True] * 5
+def _outline(fig, i):
+    """(x, y) vertices of box ``i``'s outline."""
+    return fig.axes[0].patches[i].get_path().vertices
 
 
-def test_notch_is_pulled_in_at_the_median_and_straight_above_and_below(tmp_path):
-    values = np.linspace(0.0, 10.0, 401)                   # n = 401: a notch well inside the box
-    lay = layout({"wide": values})
-    b = lay.boxes[0]
-    assert b.y_q3 < b.y_notch_hi < b.y_median < b.y_notch_lo < b.y_q1
-    pixels = _pixels(write_boxplot_png({"wide": values}, tmp_path / "n.png"))
-    for x in (b.x0, b.x1):
-        # straight sides from the hinges to the notch ends ...
-        assert all(_is(pixels, x, y, BOX_OUTLINE) for y in range(b.y_q3, b.y_notch_hi + 1))
-        assert all(_is(pixels, x, y, BOX_OUTLINE) for y in range(b.y_notch_lo, b.y_q1 + 1))
-        # ... and pulled in at the median: outside the box there
-        assert _is(pixels, x, b.y_median, BACKGROUND)
-    assert _is(pixels, b.x0 + b.indent + 2, b.y_median, MEDIAN_COLOUR)
-    assert _is(pixels, (b.x0 + b.x1) // 2, b.y_max, BOX_OUTLINE)   # whisker cap at the maximum
-    assert _is(pixels, (b.x0 + b.x1) // 2, b.y_min, BOX_OUTLINE)
+def test_one_box_per_series_left_to_right_with_its_labels():
+    same = np.linspace(1.0, 3.0, 101)
+    fig = boxplot_figure([(f"s{i}", same + i) for i in range(5)], title="t", ylabel="slowdown")
+    ax = fig.axes[0]
+    assert len(ax.patches) == 5
+    centres = [np.mean(_outline(fig, i)[:, 0]) for i in range(5)]
+    assert centres == sorted(centres)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"s{i}" for i in range(5)]
+    assert (ax.get_title(), ax.get_ylabel()) == ("t", "slowdown")
+
+
+def test_box_spans_the_quartiles_and_the_notch_is_pulled_in_at_the_median():
+    values = np.linspace(0.0, 10.0, 401)          # q1 2.5, median 5, q3 7.5; notch 5 ± 1.57·5/√401
+    fig = boxplot_figure({"wide": values})
+    xy = _outline(fig, 0)
+    assert xy[:, 1].min() == pytest.approx(2.5) and xy[:, 1].max() == pytest.approx(7.5)
+    half = 1.57 * 5.0 / np.sqrt(401)
+    ys = set(np.round(xy[:, 1], 9))
+    assert {round(5 - half, 9), round(5 + half, 9)} <= ys          # the notch ends are vertices
+    at_median = xy[np.isclose(xy[:, 1], 5.0), 0]
+    widest = np.ptp(xy[:, 0])
+    assert np.ptp(at_median) < widest                               # narrower at the median: the notch
+    lines = fig.axes[0].get_lines()
+    ends = sorted(y for line in lines for y in line.get_ydata())
+    assert ends[0] == 0.0 and ends[-1] == 10.0                      # whiskers to the total range
 
 
 def test_a_notch_wider_than_the_box_is_clipped_to_the_hinges():
-    b = layout({"few": [1.0, 2.0, 3.0, 4.0, 5.0]}).boxes[0]   # 3 ± 2.8 reaches past q1 = 2 and q3 = 4
-    assert (b.y_notch_hi, b.y_notch_lo) == (b.y_q3, b.y_q1)
+    xy = _outline(boxplot_figure({"few": [1.0, 2.0, 3.0, 4.0, 5.0]}), 0)   # 3 ± 2.8 reaches past 2 and 4
+    assert xy[:, 1].min() == pytest.approx(2.0) and xy[:, 1].max() == pytest.approx(4.0)
 
 
-def test_one_sample_is_a_flat_box_with_its_median(tmp_path):
-    lay = layout([("one", [2.5]), ("two", [1.0, 4.0])])
-    b = lay.boxes[0]
-    assert b.y_q1 == b.y_q3 == b.y_median == b.y_min == b.y_max
-    pixels = _pixels(write_boxplot_png([("one", [2.5]), ("two", [1.0, 4.0])], tmp_path / "o.png"))
-    assert _is(pixels, (b.x0 + b.x1) // 2, b.y_median, MEDIAN_COLOUR)
+def test_one_sample_is_a_flat_box_at_its_value():
+    fig = boxplot_figure([("one", [2.5]), ("two", [1.0, 4.0])])
+    xy = _outline(fig, 0)
+    assert np.allclose(xy[:, 1], 2.5)
     s = box_stats([2.5])
     assert s["notch"] == (2.5, 2.5) and s["n"] == 1
 
 
-def test_reference_line_is_inside_the_value_range(tmp_path):
-    lay = layout({"a": [2.0, 3.0]}, reference=1.0)
-    assert lay.lo < 1.0 < lay.hi
-    pixels = _pixels(write_boxplot_png({"a": [2.0, 3.0]}, tmp_path / "r.png", reference=1.0))
-    row = pixels[lay.y(1.0)]
-    assert np.any(np.all(row == (200, 60, 60), axis=1))
+def test_reference_line_and_written_files(tmp_path):
+    fig = boxplot_figure({"a": [2.0, 3.0]}, reference=1.0)
+    ref = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert len(ref) == 1 and list(ref[0].get_ydata()) == [1.0, 1.0] and ref[0].get_color() == REFERENCE_COLOUR
+    assert fig.axes[0].get_ylim()[0] < 1.0
+    png = write_boxplot_png({"a": [2.0, 3.0]}, tmp_path / "r.png", reference=1.0)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = write_boxplot_png({"binomial": [2.0, 3.0]}, tmp_path / "r.svg", ylabel="slowdown").read_text()
+    assert "binomial" in svg and "slowdown" in svg
 
 
 @pytest.mark.parametrize("series, message", [

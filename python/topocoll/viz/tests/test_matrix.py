@@ -1,7 +1,9 @@
 """The bandwidth matrix of Cavin & Demengeon §5 against hand-computed values,
 the paper's qualitative results (a crossbar and a fat-tree in routing order are
 contention-free for the shift all-to-all; another node order is not, Figs. 4–6),
-and its grey-scale image: sizes, white = the maximum, the histogram under it."""
+and its picture (matplotlib figure objects and the written files): the image's
+data in MB/s with the maximum white, the colour bar's unit, the histogram's bars
+and its min/mean/max per pair."""
 
 from types import SimpleNamespace
 
@@ -12,15 +14,13 @@ from topocoll.errors import SpecError
 from topocoll.schedules import generate
 from topocoll.sim import Platform, make_network
 from topocoll.sim.engine import EngineOptions, simulate
-from topocoll.viz import NAN_COLOUR, bandwidth_matrix, histogram, summary, write_matrix_png
-
-Image = pytest.importorskip("PIL.Image")
+from topocoll.viz import NAN_COLOUR, bandwidth_matrix, histogram, matrix_figure, summary, write_matrix_png
 
 
-def _read(path):
-    """(format, mode, size, RGB pixels) of a PNG, the file closed again."""
-    with Image.open(path) as img:
-        return img.format, img.mode, img.size, np.asarray(img.convert("RGB"))
+def _bars(fig):
+    """Heights and left edges (MB/s) of the histogram's bars."""
+    patches = fig.axes[2].patches
+    return [p.get_height() for p in patches], [p.get_x() for p in patches]
 
 
 def _fake(ranks, messages, p):
@@ -87,13 +87,13 @@ def test_shift_alltoall_on_a_crossbar_is_uniform(tmp_path):
     assert s["min"] == pytest.approx(s["max"], rel=1e-9) == pytest.approx(Platform().bandwidth, rel=1e-9)
     counts, edges = histogram(m, bins=10)
     assert counts.tolist() == [0] * 9 + [132]
+    fig = matrix_figure(m, bins=10)
+    heights, lefts = _bars(fig)
+    assert heights == [0] * 9 + [132]                     # one bar: every pair at the maximum
+    assert lefts[-1] == pytest.approx(0.9 * Platform().bandwidth / 1e6)
+    assert fig.axes[2].get_title() == "per pair: min 2000, mean 2000, max 2000 MB/s (132 pairs)"
     path = write_matrix_png(m, tmp_path / "crossbar.png")
-    img = _read(path)[3]
-    side = 12 * 22                              # ⌈256 / 12⌉ = 22 pixels per entry
-    hist = img[side + 8:]
-    bars = np.flatnonzero((hist[:-1] == 0).all(axis=2).any(axis=0))
-    assert bars.min() >= 255 * side // 256       # the only bar: level 255, on the right
-    assert (hist[0, bars] == 0).all()            # and it is the tallest: full height
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_shift_alltoall_on_a_fat_tree_in_routing_order_beats_another_order():
@@ -108,46 +108,52 @@ def test_shift_alltoall_on_a_fat_tree_in_routing_order_beats_another_order():
     assert bad["min"] < good["min"] / 2 and bad["mean"] < good["mean"]
 
 
-def test_png_size_grey_levels_nan_colour_and_histogram(tmp_path):
+def test_figure_image_is_the_matrix_in_mb_per_s_with_nan_masked_and_a_grey_scale():
     m = np.array([[np.nan, 4e9, 2e9],
                   [1e9, np.nan, 0.0],
                   [np.nan, 3e9, np.nan]])
-    path = write_matrix_png(m, tmp_path / "m.png")
-    fmt, mode, size, px = _read(path)
-    scale = 86                                   # ⌈256 / 3⌉
-    assert fmt == "PNG" and mode == "RGB"
-    assert size == (3 * scale, 3 * scale + 8 + 96)
-
-    def entry(a, b):
-        block = px[a * scale:(a + 1) * scale, b * scale:(b + 1) * scale]
-        assert (block == block[0, 0]).all()      # one flat square per entry
-        return tuple(int(v) for v in block[0, 0])
-
-    assert entry(0, 1) == (255, 255, 255)        # the maximum is white
-    assert entry(0, 2) == (128, 128, 128)        # half of it: round(127.5)
-    assert entry(2, 1) == (191, 191, 191)        # 3/4: round(191.25)
-    assert entry(1, 0) == (64, 64, 64)
-    assert entry(1, 2) == (0, 0, 0)              # zero bandwidth is black
-    for a, b in [(0, 0), (1, 1), (2, 2), (2, 0)]:
-        assert entry(a, b) == NAN_COLOUR
-    # Histogram: five measured entries, one each at levels 0, 64, 128, 191, 255.
-    hist = px[3 * scale + 8:]
-    assert (hist[-1] == 0).all()                 # black baseline
-    dark = (hist[:-1] == 0).all(axis=2)
-    for level in (0, 64, 128, 191, 255):
-        x = level * 3 * scale // 256
-        assert dark[:, x].any(), level
-    assert not dark[:, 30 * 3 * scale // 256].any()
-    assert (px[3 * scale:3 * scale + 8] == 255).all()   # white margin between the panels
+    fig = matrix_figure(m, title="three ranks")
+    ax, bar, hist = fig.axes
+    (image,) = ax.get_images()
+    data = image.get_array()
+    assert np.array_equal(data.mask, np.isnan(m))                  # unmeasured entries are masked ...
+    assert np.allclose(data.filled(-1), np.where(np.isnan(m), -1, m / 1e6))   # ... the others in MB/s
+    assert image.get_clim() == (0.0, 4000.0)                       # the maximum is the top of the scale
+    cmap = image.get_cmap()
+    assert cmap(1.0)[:3] == (1.0, 1.0, 1.0) and cmap(0.0)[:3] == (0.0, 0.0, 0.0)   # white max, black zero
+    assert tuple(round(c * 255) for c in cmap.get_bad()[:3]) == NAN_COLOUR
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("three ranks", "receiving rank", "sending rank")
+    assert bar.get_ylabel() == "bandwidth (MB/s)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not measured (diagonal, no message)"]
+    # Histogram: five measured entries, 0, 1, 2, 3, 4 GB/s, in 4 bins of 1000 MB/s over [0, 4000].
+    heights, lefts = _bars(matrix_figure(m, bins=4))
+    assert heights == [1, 1, 1, 2] and lefts == [0.0, 1000.0, 2000.0, 3000.0]
+    assert hist.get_xlabel() == "bandwidth (MB/s)" and hist.get_ylabel() == "pairs"
+    assert hist.get_title() == "per pair: min 0, mean 2000, max 4000 MB/s (5 pairs)"
+    lines = sorted(line.get_xdata()[0] for line in hist.get_lines())
+    assert lines == [0.0, 2000.0, 4000.0]                          # min, mean, max
 
 
-def test_vmax_fixes_the_white_level(tmp_path):
+def test_written_files_png_and_svg_with_its_texts(tmp_path):
     m = np.array([[np.nan, 1e9], [2e9, np.nan]])
-    px = _read(write_matrix_png(m, tmp_path / "v.png", vmax=4e9))[3]
-    assert tuple(px[0, 128 + 5]) == (64, 64, 64)          # 1e9 of 4e9
-    assert tuple(px[128 + 5, 0]) == (128, 128, 128)       # 2e9 of 4e9
-    big = np.full((300, 300), 1.0)
-    assert _read(write_matrix_png(big, tmp_path / "big.png"))[2] == (300, 300 + 8 + 96)
+    png = write_matrix_png(m, tmp_path / "m.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = write_matrix_png(m, tmp_path / "m.svg", title="two ranks").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    for text in ("two ranks", "bandwidth (MB/s)", "receiving rank", "per pair: min 1000, mean 1500, max 2000"):
+        assert text in svg, text
+
+
+def test_an_unwritable_path_is_the_os_error_with_its_file_name():
+    with pytest.raises(FileNotFoundError) as info:
+        write_matrix_png(np.ones((2, 2)), "/no/such/dir/x.png")
+    assert info.value.filename == "/no/such/dir/x.png"
+
+
+def test_vmax_fixes_the_white_level():
+    m = np.array([[np.nan, 1e9], [2e9, np.nan]])
+    (image,) = matrix_figure(m, vmax=4e9).axes[0].get_images()
+    assert image.get_clim() == (0.0, 4000.0)
 
 
 def test_histogram_counts_measured_entries_over_zero_to_max():
@@ -168,6 +174,8 @@ def test_histogram_counts_measured_entries_over_zero_to_max():
     (lambda: write_matrix_png(np.ones((2, 2)), "x.png", vmax=-1), r"^write_matrix_png: vmax=-1, expected a "
                                                                    r"bandwidth > 0 \(B/s\)$"),
     (lambda: write_matrix_png(np.ones(4), "x.png"), r"^write_matrix_png: matrix of shape \(4,\)"),
+    (lambda: write_matrix_png(np.ones((2, 2)), "x.jpg"), r"^write_matrix_png: 'x.jpg' has suffix '.jpg', expected "
+                                                          r"one of .png, .svg, .pdf$"),
     (lambda: bandwidth_matrix(SimpleNamespace(trace=None)), r"^bandwidth_matrix: the simulation has no trace"),
 ])
 def test_bad_input_is_one_line(call, message):

@@ -1,7 +1,9 @@
 """The Chrome/Perfetto timeline against the simulation it draws: one slice per
 send/reduce/copy and two per receive with the simulated times, flows that pair
 each message's send with its receive, slices that nest on every thread (the
-Trace Event Format's rule), JSON that round-trips."""
+Trace Event Format's rule), JSON that round-trips; tracks grouped in one
+process per leaf switch (or block of ranks), each rank's lanes inside its
+group's process."""
 
 import json
 from types import SimpleNamespace
@@ -12,8 +14,10 @@ import pytest
 from topocoll.errors import SpecError
 from topocoll.schedules import generate
 from topocoll.schedules.program import COPY, RECV, REDUCE, SEND
+from topocoll.sim import Platform, make_network
 from topocoll.sim.engine import EngineOptions, simulate
 from topocoll.viz import chrome_trace, write_chrome_trace
+from topocoll.viz.timeline import GROUP, rank_groups
 
 CASES = [
     ("allreduce", "ring", 5, EngineOptions()),
@@ -33,7 +37,7 @@ def _sim(collective, algorithm, p, options):
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-eager{c[3].eager}")
 def run(request):
     sim = _sim(*request.param)
-    return sim, chrome_trace(sim, title="test")
+    return sim, chrome_trace(sim, title="test", waits="each")
 
 
 def _slices(doc):
@@ -84,8 +88,9 @@ def test_every_slice_lies_within_the_run_and_on_its_ranks_tracks(run):
     sim, doc = run
     names = _thread_names(doc)
     limit = round(sim.time * 1e9)
+    groups = doc["otherData"]["groups"]
     for e in _slices(doc):
-        assert e["pid"] == 0
+        assert e["pid"] == groups[int(sim.trace["rank"][e["args"]["op"]])] + 1
         assert e["ts"] >= 0 and e["dur"] >= 0
         assert _ns(e["ts"]) + _ns(e["dur"]) <= limit
         rank = int(sim.trace["rank"][e["args"]["op"]])
@@ -149,14 +154,16 @@ def test_flows_pair_each_send_with_its_receive(run):
 def test_json_round_trip_and_other_data(run, tmp_path):
     sim, doc = run
     assert json.loads(json.dumps(doc)) == doc
-    path = write_chrome_trace(sim, tmp_path / "t.json", title="test")
+    path = write_chrome_trace(sim, tmp_path / "t.json", title="test", waits="each")
     assert json.loads(path.read_text()) == doc
     assert doc["displayTimeUnit"] == "ns"
     other = doc["otherData"]
     assert other["model"] == sim.model and other["time"] == sim.time and other["seed"] == sim.seed
     assert other["network"] == sim.network.label and other["p"] == len(sim.rank_done)
     proc = [e for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
-    assert proc == [{"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "test"}}]
+    p = len(sim.rank_done)
+    assert [e["pid"] for e in proc] == list(range(1, -(-p // GROUP) + 1))     # an ideal crossbar: blocks of 8
+    assert proc[0]["args"]["name"] == f"test — ranks 0–{min(p, GROUP) - 1}"
 
 
 def _fake(ops, messages, p):
@@ -179,7 +186,7 @@ def test_late_receive_waits_for_nothing_and_crossing_waits_get_a_second_lane():
     ops = [(0, SEND, 1, 0e-6, 1e-6), (0, SEND, 1, 1e-6, 2e-6), (0, SEND, 1, 2e-6, 3e-6),
            (1, RECV, 0, 0e-6, 5e-6), (1, RECV, 0, 2e-6, 3e-6), (1, RECV, 0, 7e-6, 8e-6)]
     sim = _fake(ops, [(0, 3, 1e-6, 5e-6), (1, 4, 2e-6, 3e-6), (2, 5, 3e-6, 6e-6)], 2)
-    doc = chrome_trace(sim)
+    doc = chrome_trace(sim, waits="each")
     waits = {e["args"]["op"]: e for e in _slices(doc) if e["name"] == "wait"}
     assert waits[5]["ts"] == pytest.approx(7.0) and waits[5]["dur"] == 0.0     # posted after the arrival
     assert waits[3]["dur"] == pytest.approx(5.0) and waits[4]["dur"] == pytest.approx(1.0)
@@ -188,7 +195,7 @@ def test_late_receive_waits_for_nothing_and_crossing_waits_get_a_second_lane():
     assert names[waits[4]["tid"]] == "rank 1 wait"        # [2, 3] nests in [0, 5]
     assert waits[5]["tid"] == waits[3]["tid"]
     ops2 = ops[:3] + [(1, RECV, 0, 0e-6, 5e-6), (1, RECV, 0, 2e-6, 6e-6), (1, RECV, 0, 7e-6, 8e-6)]
-    doc2 = chrome_trace(_fake(ops2, [(0, 3, 1e-6, 5e-6), (1, 4, 2e-6, 6e-6), (2, 5, 3e-6, 6e-6)], 2))
+    doc2 = chrome_trace(_fake(ops2, [(0, 3, 1e-6, 5e-6), (1, 4, 2e-6, 6e-6), (2, 5, 3e-6, 6e-6)], 2), waits="each")
     waits2 = {e["args"]["op"]: e for e in _slices(doc2) if e["name"] == "wait"}
     names2 = _thread_names(doc2)
     assert names2[waits2[3]["tid"]] == "rank 1 wait"
@@ -201,3 +208,79 @@ def test_a_run_without_trace_is_one_line_error():
     with pytest.raises(SpecError, match=r"^chrome_trace: the simulation has no trace, expected simulate\(\.\.\., "
                                         r"trace=True\)$"):
         chrome_trace(sim)
+
+
+def _tracks(doc):
+    """{pid: [thread names]} and {pid: process name}."""
+    threads, procs = {}, {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            threads.setdefault(e["pid"], []).append(e["args"]["name"])
+        if e["ph"] == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+    return threads, procs
+
+
+def test_64_ranks_on_a_fat_tree_are_eight_processes_one_per_leaf_switch():
+    """kary:8,2: 64 endpoints, 8 per leaf switch; in a random order each leaf's
+    ranks are scattered, and the process of a leaf holds exactly its ranks."""
+    net = make_network("kary:8,2", 64, order="random", seed=3)
+    sim = simulate(generate("allreduce", "ring", 64, count=64, itemsize=8), Platform(network=net), trace=True)
+    doc = chrome_trace(sim, title="ring")
+    threads, procs = _tracks(doc)
+    assert len(procs) == 8
+    topo = net.topology
+    leaf = topo.dst[topo.indptr[net.order]]                        # each rank's leaf switch, by hand
+    for pid, name in procs.items():
+        ranks = sorted({int(n.split()[1]) for n in threads[pid]})
+        assert len(ranks) == 8 and len({int(leaf[r]) for r in ranks}) == 1
+        assert name.startswith(f"ring — leaf {topo.names[int(leaf[ranks[0]])]}: ranks ")
+        assert f"rank {ranks[0]}" in threads[pid] and f"rank {ranks[0]} wait" in threads[pid]
+    firsts = [min(int(n.split()[1]) for n in threads[pid]) for pid in sorted(procs)]
+    assert firsts == sorted(firsts) and firsts[0] == 0             # processes in order of their first rank
+    for e in doc["traceEvents"]:                                   # every slice in its rank's leaf's process
+        if e["ph"] == "X":
+            args = e["args"]
+            rank = int(sim.trace["rank"][args["op"] if "op" in args else args["ops"][0]])
+            assert procs[e["pid"]].split("leaf ")[1].startswith(topo.names[int(leaf[rank])] + ":")
+
+
+def test_explicit_group_size_and_bad_group():
+    sim = simulate(generate("allreduce", "ring", 10, count=10, itemsize=8), trace=True)
+    groups, names = rank_groups(sim, 4)
+    assert groups.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]
+    assert names == ["ranks 0–3", "ranks 4–7", "ranks 8–9"]
+    threads, procs = _tracks(chrome_trace(sim, group=4))
+    assert sorted(len({n.split()[1] for n in v}) for v in threads.values()) == [2, 4, 4]
+    with pytest.raises(SpecError, match=r"^chrome_trace: group=0, expected ranks per process >= 1$"):
+        chrome_trace(sim, group=0)
+
+
+def test_merged_waits_cover_every_receive_and_leave_one_wait_lane_per_rank():
+    """A ring allreduce posts receives at once: with waits="each" a rank has up
+    to p wait lanes, merged one; every receive's own wait (posted → arrival)
+    lies inside the merged slice that names it."""
+    sim = _sim("allreduce", "ring", 16, EngineOptions())
+    each, merged = chrome_trace(sim, waits="each"), chrome_trace(sim)
+    lanes = lambda doc: sum(1 for n in _thread_names(doc).values() if " wait" in n)   # noqa: E731
+    assert lanes(each) > 16 and lanes(merged) == 16
+    per_op = {e["args"]["op"]: e for e in _slices(each) if e["name"] == "wait"}
+    covered = {}
+    by_rank = {}
+    for e in _slices(merged):
+        if e["name"] != "wait":
+            continue
+        assert e["args"]["receives"] == len(e["args"]["ops"])
+        for op in e["args"]["ops"]:
+            covered[op] = e
+        by_rank.setdefault(int(sim.trace["rank"][e["args"]["ops"][0]]), []).append((e["ts"], e["ts"] + e["dur"]))
+    assert sorted(covered) == sorted(per_op)                    # every receive, once
+    for op, w in per_op.items():
+        m = covered[op]
+        assert _ns(m["ts"]) <= _ns(w["ts"]) and _ns(w["ts"]) + _ns(w["dur"]) <= _ns(m["ts"]) + _ns(m["dur"])
+        assert int(sim.trace["rank"][op]) == int(sim.trace["rank"][m["args"]["ops"][0]])
+    for spans in by_rank.values():                              # merged slices of a rank never overlap
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    with pytest.raises(SpecError, match=r"^chrome_trace: waits='all', expected one of merged, each$"):
+        chrome_trace(sim, waits="all")

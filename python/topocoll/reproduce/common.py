@@ -1,0 +1,176 @@
+"""What every reproduction shares: a row of the paper's number beside
+topocoll's, a claim of the paper checked against the model, the page
+(Markdown), the CSV and the plot of the paper's points beside the model's.
+
+A reproduction module defines ``NAME``, ``TITLE``, ``PAPER`` (citation and
+seed file) and ``run(out, *, quick, progress) -> Result``; the paper's numbers
+live in it as data, each with its figure or table. Nothing is fitted: every
+parameter a module uses is the paper's own (its configuration, its stated
+machine constants) or a documented default of topocoll's models, named on the
+page.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Claim", "Result", "Row", "plot_series", "ratio_text", "write_result"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One number of the paper beside the model's.
+
+    ``paper`` and ``model`` are numbers (then ``ratio`` = model / paper) or
+    short texts for a qualitative result (no ratio). ``holds``: whether the
+    model agrees within the page's stated tolerance (None: not judged).
+    """
+
+    quantity: str
+    where: str
+    paper: float | str
+    model: float | str
+    unit: str = ""
+    holds: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if isinstance(self.paper, (int, float)) and isinstance(self.model, (int, float)) and self.paper:
+            return float(self.model) / float(self.paper)
+        return None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A conclusion of the paper, whether the model's numbers support it, and
+    if not, which mechanism the model lacks."""
+
+    text: str
+    where: str
+    holds: bool
+    why: str
+
+
+@dataclass
+class Result:
+    """A reproduction's outcome, written by :func:`write_result`."""
+
+    name: str
+    title: str
+    paper: str
+    model: str
+    rows: list[Row] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)     # (file, caption)
+    tables: list[tuple[str, str]] = field(default_factory=list)      # (csv file, what it holds)
+    not_done: list[str] = field(default_factory=list)
+    quick: bool = False
+    seconds: float = 0.0
+
+    @property
+    def holding(self) -> tuple[int, int]:
+        """(rows and claims that hold, rows and claims judged)."""
+        judged = [r.holds for r in self.rows if r.holds is not None] + [c.holds for c in self.claims]
+        return sum(judged), len(judged)
+
+
+def _number(x) -> str:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e15):
+        return f"{int(x):,}"
+    return f"{x:.4g}" if abs(x) < 1e5 else f"{x:,.0f}"
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None or not math.isfinite(ratio) else f"{ratio:.3f}"
+
+
+def _verdict(holds: bool | None) -> str:
+    return {True: "holds", False: "does not hold", None: "-"}[holds]
+
+
+def write_result(result: Result, out: Path) -> Path:
+    """Write ``out/NAME.md`` and ``out/NAME.csv`` (the rows); return the page."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f"{result.name}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["quantity", "where", "paper", "topocoll", "unit", "ratio", "holds", "note"])
+        for r in result.rows:
+            w.writerow([r.quantity, r.where, r.paper, r.model, r.unit, "" if r.ratio is None else f"{r.ratio:.6g}",
+                        "" if r.holds is None else r.holds, r.note])
+    good, judged = result.holding
+    lines = [f"# {result.title}", "",
+             f"Paper: {result.paper}", "",
+             f"Model: {result.model}", "",
+             f"Size: {'reduced (`--quick`)' if result.quick else 'full'}; ran in {result.seconds:.1f} s. "
+             f"{good} of {judged} judged results hold. Rows: [{result.name}.csv]({result.name}.csv).", "",
+             "## The paper's numbers beside topocoll's", "",
+             "| quantity | where | paper | topocoll | unit | ratio | verdict | note |",
+             "|---|---|---:|---:|---|---:|---|---|"]
+    for r in result.rows:
+        lines.append(f"| {r.quantity} | {r.where} | {_number(r.paper)} | {_number(r.model)} | {r.unit} | "
+                     f"{ratio_text(r.ratio)} | {_verdict(r.holds)} | {r.note} |")
+    lines += ["", "## The paper's conclusions", ""]
+    for c in result.claims:
+        lines.append(f"- **{c.text}** ({c.where}): {_verdict(c.holds)}. {c.why}")
+    if result.figures:
+        lines += ["", "## Figures", ""]
+        for file, caption in result.figures:
+            lines += [f"![{caption}]({file})", "", f"*{caption}*", ""]
+    if result.tables:
+        lines += ["", "## Data", ""] + [f"- [{file}]({file}): {what}" for file, what in result.tables]
+    if result.not_done:
+        lines += ["", "## Not reproduced here", ""] + [f"- {t}" for t in result.not_done]
+    page = out / f"{result.name}.md"
+    page.write_text("\n".join(lines) + "\n")
+    return page
+
+
+def write_csv(path: Path, header, rows) -> Path:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def plot_series(path: Path, series, *, xlabel: str, ylabel: str, title: str, logx: bool = False,
+                logy: bool = False, xticks=None) -> Path:
+    """The paper's points beside the model's: ``series`` = ``[(label, xs, ys,
+    kind)]`` with ``kind`` ``"paper"`` (large hollow markers, no line) or
+    ``"model"`` (line with small markers)."""
+    from ..viz.figure import new_figure, save
+    fig = new_figure(6.4, 4.2)
+    ax = fig.add_subplot()
+    for label, xs, ys, kind in series:
+        if kind == "paper":
+            ax.plot(xs, ys, linestyle="none", marker="o", markersize=9, markerfacecolor="none",
+                    markeredgewidth=1.8, label=label, zorder=3)
+        else:
+            ax.plot(xs, ys, marker=".", markersize=5, linewidth=1.2, label=label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    if xticks is not None:
+        ax.set_xticks(xticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return save(fig, path, "reproduce")
+
+
+class Timer:
+    def __init__(self):
+        self.start = time.monotonic()
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.start
