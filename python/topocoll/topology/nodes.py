@@ -49,7 +49,7 @@ import numpy as np
 from ..errors import SpecError
 from .network import Topology, parse_bandwidth, parse_latency
 
-__all__ = ["NodeSpec", "parse_node_spec", "with_nodes", "place_on_nodes", "MAX_PPN", "MAX_SLOTS"]
+__all__ = ["NodeSpec", "parse_node_spec", "with_nodes", "place_on_nodes", "fabric_link_ids", "MAX_PPN", "MAX_SLOTS"]
 
 #: most rank slots per host
 MAX_PPN = 1024
@@ -117,8 +117,7 @@ def with_nodes(fabric: Topology, nodes: NodeSpec, spec: str) -> Topology:
     indptr = fabric.indptr
     fsrc = fabric.src.astype(np.int64)
     fdst = fabric.dst.astype(np.int64)
-    # new ids of the fabric links: shifted past the slots and the extra links of the hosts before them
-    fab_ids = slots + np.arange(n_links) + (1 + ppn) * np.minimum(fsrc, hosts)
+    fab_ids = _fabric_ids(fabric, ppn)
     total = n_links + 2 * slots + 2 * hosts
     src = np.empty(total, dtype=np.int64)
     dst = np.empty(total, dtype=np.int64)
@@ -149,6 +148,18 @@ def with_nodes(fabric: Topology, nodes: NodeSpec, spec: str) -> Topology:
     topo = Topology(spec, "nodes", slots, n_fab + hosts, src.astype(np.uint32), dst.astype(np.uint32), bw, lat,
                     params, tuple(slot_names) + tuple(names) + tuple(mem_names))
     return topo
+
+
+def _fabric_ids(fabric: Topology, ppn: int) -> np.ndarray:
+    """New ids of the fabric's links: shifted past the slots and the extra
+    links (to memory and to slots) of the hosts before their source."""
+    return (fabric.n_endpoints * ppn + np.arange(fabric.n_links)
+            + (1 + ppn) * np.minimum(fabric.src.astype(np.int64), fabric.n_endpoints))
+
+
+def fabric_link_ids(topology: Topology) -> np.ndarray:
+    """``ids[i]``: the id in a ``+ppn`` network of its fabric's link ``i``."""
+    return _fabric_ids(topology.params["fabric"], topology.params["nodes"].ppn)
 
 
 def place_on_nodes(host_order: np.ndarray, nodes: NodeSpec, n_ranks: int) -> np.ndarray:

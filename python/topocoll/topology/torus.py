@@ -99,6 +99,13 @@ def dimension_classes(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     [(0, 3, 0), (3, 0, 0), (4, 7, 0), (7, 4, 0)]
     """
     n = len(topology.src)
+    if topology.family == "nodes":   # the fabric's classes on its links; the nodes' own links have none
+        from .nodes import fabric_link_ids
+        fab_dim, fab_dateline = dimension_classes(topology.params["fabric"])
+        dim, dateline = np.full(n, NOT_A_DIMENSION, np.uint8), np.zeros(n, bool)
+        ids = fabric_link_ids(topology)
+        dim[ids], dateline[ids] = fab_dim, fab_dateline
+        return dim, dateline
     if topology.family != "torus":
         return np.full(n, NOT_A_DIMENSION, np.uint8), np.zeros(n, bool)
     dims = np.asarray(topology.params["k"], dtype=np.int64)

@@ -101,3 +101,24 @@ def test_bad_node_options_are_one_line(spec, expected):
 def test_more_ranks_than_slots_is_refused():
     with pytest.raises(SpecError, match=r"17 ranks on crossbar:4\+ppn=4, expected 1..16"):
         make_network("crossbar:4+ppn=4", 17)
+
+
+def test_packet_model_on_a_torus_with_nodes_keeps_the_fabrics_datelines():
+    """The torus's dimension classes and datelines sit on the fabric's links
+    of the expanded network (the nodes' links have none), so dimension-order
+    routing stays deadlock free and an all-to-all finishes."""
+    from topocoll.topology.nodes import fabric_link_ids
+    from topocoll.topology.torus import NOT_A_DIMENSION, dimension_classes
+
+    topo, fab = parse_topology("torus:4x4+ppn=2"), parse_topology("torus:4x4")
+    dim, dateline = dimension_classes(topo)
+    fdim, fdateline = dimension_classes(fab)
+    ids = fabric_link_ids(topo)
+    assert np.array_equal(dim[ids], fdim) and np.array_equal(dateline[ids], fdateline)
+    others = np.setdiff1d(np.arange(topo.n_links), ids)
+    assert (dim[others] == NOT_A_DIMENSION).all() and not dateline[others].any()
+    # the fabric links keep their ends: link i of the torus joins the same routers, renumbered by the slots
+    assert np.array_equal(topo.src[ids], fab.src + topo.n_endpoints)
+    s = lookup("alltoall", "direct").generate(32, **from_bytes("alltoall", 32, 4096))
+    sim = simulate(s, Platform(network=make_network("torus:4x4+ppn=2", 32)), model="packet")
+    assert sim.time > 0 and sim.messages == 32 * 31
