@@ -542,10 +542,21 @@ class EngineConfig:
                       injection_packets=pk.injection_packets, injection_fifos=pk.injection_fifos,
                       eject_handling=_ps(pk.eject_handling),
                       link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32))
+        if topo.family == "nodes" and network.router.name in ("adaptive", "ugal"):
+            raise SpecError(f"packet model with routing {network.router.name} on {topo.spec}: chosen packet by "
+                            "packet on the fabric alone, expected a static routing on a network with nodes "
+                            "(dor, minimal, valiant, ...)")
         if network.router.name == "adaptive" and topo.family == "torus":
             return dict(common, **_adaptive_torus(topo, pk))
-        if topo.family == "dragonfly" and network.router.name in _DRAGONFLY_CLASSES:
-            return dict(common, **_dragonfly_hops(topo, network.router, pk))
+        fabric = topo.params["fabric"] if topo.family == "nodes" else topo
+        if fabric.family == "dragonfly" and network.router.name in _DRAGONFLY_CLASSES:
+            hops = _dragonfly_hops(fabric, network.router, pk)
+            if fabric is not topo:   # the nodes' links are endpoint links (kind 0), the fabric's keep theirs
+                from ..topology.nodes import fabric_link_ids
+                kind = np.zeros(topo.n_links, np.uint8)
+                kind[fabric_link_ids(topo)] = hops["hop_kind"]
+                hops["hop_kind"] = kind
+            return dict(common, **hops)
         if network.router.multipath:   # it would silently take the first path of every split route
             raise SpecError(f"packet model with routing {network.router.name}: a message split over several "
                             "paths, expected a routing with one path per message (on tori: dor, shortest, or "

@@ -122,3 +122,12 @@ def test_packet_model_on_a_torus_with_nodes_keeps_the_fabrics_datelines():
     s = lookup("alltoall", "direct").generate(32, **from_bytes("alltoall", 32, 4096))
     sim = simulate(s, Platform(network=make_network("torus:4x4+ppn=2", 32)), model="packet")
     assert sim.time > 0 and sim.messages == 32 * 31
+
+
+def test_packet_model_on_a_dragonfly_with_nodes_uses_the_fabrics_hop_classes():
+    s = lookup("alltoall", "direct").generate(24, **from_bytes("alltoall", 24, 2048))
+    net = make_network("dragonfly:2,1,1,3+ppn=4", 24, routing="minimal")
+    sim = simulate(s, Platform(network=net), model="packet")
+    assert sim.time > 0 and sim.messages == 24 * 23
+    with pytest.raises(SpecError, match="expected a static routing on a network with nodes"):
+        simulate(s, Platform(network=make_network("dragonfly:2,1,1,3+ppn=4", 24, routing="ugal")), model="packet")
