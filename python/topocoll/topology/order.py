@@ -152,6 +152,45 @@ def _unnamed_hint(topology) -> str:
             f"a map of 'NODE-ID HOSTNAME' lines, {with_map}")
 
 
+def _hostfile_slots(topology, path: str, n_ranks: int, rail) -> np.ndarray:
+    """Slots of ``n_ranks`` ranks on a ``+ppn`` network from a hostfile: each
+    listed host takes up to its ``slots`` (``ppn`` where the line gives
+    none, at most ``ppn``), ``block`` filling a host before the next,
+    ``cyclic`` dealing one rank per host with a free slot in turn."""
+    from .io.slurm import read_hostfile_slots
+    if not path:
+        raise SpecError("order 'hostfile:': expected hostfile:PATH")
+    nodes, fabric = topology.params["nodes"], topology.params["fabric"]
+    entries = read_hostfile_slots(path)
+    rail = _parse_rail(rail)
+    if rail == "round-robin":
+        raise SpecError(f"order from {path}: rail round-robin on a network with nodes, expected first or an "
+                        "adapter number (a host's ranks share its hub)")
+    hosts = _by_names(fabric, [h for h, _ in entries], path, rail)
+    caps = []
+    for (host, slots), _ in zip(entries, hosts):
+        if slots is not None and slots > nodes.ppn:
+            raise SpecError(f"order from {path}: host {host!r} has slots={slots}, expected at most ppn={nodes.ppn}")
+        caps.append(nodes.ppn if slots is None else slots)
+    if sum(caps) < n_ranks:
+        raise SpecError(f"order from {path}: {n_ranks} ranks but the file's hosts have {sum(caps)} slots, "
+                        f"expected at least {n_ranks}")
+    host_of, slot_of, used = [], [], [0] * len(caps)
+    if nodes.distribution == "block":
+        for h, cap in enumerate(caps):
+            take = min(cap, n_ranks - len(host_of))
+            host_of += [h] * take
+            slot_of += list(range(take))
+    else:
+        while len(host_of) < n_ranks:
+            for h, cap in enumerate(caps):
+                if used[h] < cap and len(host_of) < n_ranks:
+                    host_of.append(h)
+                    slot_of.append(used[h])
+                    used[h] += 1
+    return np.asarray(hosts, dtype=np.int64)[host_of] * nodes.ppn + np.asarray(slot_of, dtype=np.int64)
+
+
 def _by_names(topology, names, source, rail="first"):
     groups = host_adapters(topology)
     out, seen = [], set()
@@ -220,6 +259,8 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
         if not _whole(total) or total < 1 or total > topology.n_endpoints:
             raise SpecError(f"order {name!r}: {total} ranks on {topology.spec}, expected 1..{topology.n_endpoints} "
                             f"({topology.params['fabric'].n_endpoints} hosts x ppn={nodes.ppn})")
+        if name.startswith("hostfile:"):   # the file's slots cap each host (mpiexec's --map-by slot / node)
+            return _hostfile_slots(topology, name.partition(":")[2], int(total), rail)
         hosts = node_order(topology.params["fabric"], name, seed=seed, n_ranks=-(-int(total) // nodes.ppn),
                            rail=rail)
         return place_on_nodes(hosts, nodes, int(total))

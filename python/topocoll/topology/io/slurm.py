@@ -58,6 +58,34 @@ def read_hostfile(path) -> list:
     return hosts
 
 
+def read_hostfile_slots(path) -> list:
+    """``(host, slots)`` per line of a hostfile (slots None where the line
+    gives none; ``HOST:N`` and ``HOST slots=N`` both give N), in file order,
+    a repeated host's slots added (Open MPI's and MPICH's reading)."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    slots: dict[str, int | None] = {}
+    for no, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?::(\d+)|\s+slots=(\d+)(?:\s+max[-_]slots=\d+)?)?", line)
+        if not m:
+            raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'HOST', 'HOST:N' or 'HOST slots=N'")
+        n = m.group(2) or m.group(3)
+        if n is not None and int(n) < 1:
+            raise ParseError(f"{path}:{no}: slots={n}, expected at least 1")
+        host = m.group(1)
+        if host in slots and n is not None and slots[host] is not None:
+            slots[host] += int(n)
+        elif host not in slots or n is not None:
+            slots[host] = None if n is None else int(n)
+    return list(slots.items())
+
+
 def read_slurm_topology_order(path) -> list:
     """Node names of a ``topology.conf`` in leaf-switch order."""
     path = Path(path)

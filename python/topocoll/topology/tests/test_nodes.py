@@ -131,3 +131,21 @@ def test_packet_model_on_a_dragonfly_with_nodes_uses_the_fabrics_hop_classes():
     assert sim.time > 0 and sim.messages == 24 * 23
     with pytest.raises(SpecError, match="expected a static routing on a network with nodes"):
         simulate(s, Platform(network=make_network("dragonfly:2,1,1,3+ppn=4", 24, routing="ugal")), model="packet")
+
+
+def test_hostfile_slots_cap_each_host(tmp_path):
+    """Ranks fill the file's hosts in order, each up to its slots (ppn where
+    the line gives none): block fills a host first, cyclic deals one rank
+    per host with a free slot in turn (mpiexec's --map-by slot / node)."""
+    f = tmp_path / "hosts"
+    f.write_text("e2 slots=1\ne0:3   # two forms\ne3\n")
+    block = make_network(f"crossbar:4+ppn=4", 6, order=f"hostfile:{f}").order
+    # e2: slot 0 of host 2 (id 8); e0: slots 0-2 (ids 0-2); e3: slots 0-1 (ids 12, 13)
+    assert block.tolist() == [8, 0, 1, 2, 12, 13]
+    cyclic = make_network(f"crossbar:4+ppn=4,dist=cyclic", 6, order=f"hostfile:{f}").order
+    assert cyclic.tolist() == [8, 0, 12, 1, 13, 2]
+    with pytest.raises(SpecError, match="9 ranks but the file's hosts have 8 slots"):
+        make_network("crossbar:4+ppn=4", 9, order=f"hostfile:{f}")
+    f.write_text("e1 slots=5\n")
+    with pytest.raises(SpecError, match="host 'e1' has slots=5, expected at most ppn=4"):
+        make_network("crossbar:4+ppn=4", 2, order=f"hostfile:{f}")
