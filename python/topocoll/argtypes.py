@@ -174,3 +174,28 @@ def parse_params(items: Sequence[str] | None) -> dict:
             raise SpecError(f"--param {item!r}, expected NAME=VALUE (e.g. n=2)")
         params[key.strip()] = parse_value(value.strip())
     return params
+
+
+#: most ranks per host ``--ppn`` takes (as ``SPEC+ppn=N``, topocoll.topology.nodes.MAX_PPN)
+MAX_PPN = 1024
+
+
+def add_ppn_argument(p: argparse.ArgumentParser) -> None:
+    """``--ppn N``: ranks per host of ``--topology`` (the spec's ``+ppn=N``;
+    :func:`apply_ppn` folds it in after parsing)."""
+    p.add_argument("--ppn", type=bounded_int(1, MAX_PPN, what="ranks per host"), default=None, metavar="N",
+                   help="ranks per host of --topology (SPEC+ppn=N; dist=, lat=, bw=, mem= go in the spec: "
+                        "docs/topology.md)")
+
+
+def apply_ppn(args: argparse.Namespace) -> None:
+    """Fold ``--ppn N`` into ``args.topology`` as ``+ppn=N`` (one spec for the library)."""
+    ppn = getattr(args, "ppn", None)
+    if ppn is None:
+        return
+    topology = getattr(args, "topology", None)
+    if not topology:
+        raise SpecError(f"--ppn {ppn} without --topology, expected a network whose hosts hold the ranks")
+    if "+ppn=" in topology:
+        raise SpecError(f"--ppn {ppn} and --topology {topology!r} both give ranks per host, expected one of them")
+    args.topology = f"{topology}+ppn={ppn}"

@@ -20,7 +20,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from .argtypes import bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
+from .argtypes import add_ppn_argument, apply_ppn, bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
 from .errors import SpecError, TopocollError, VerificationError
 from .text import human_bytes as _bytes
 from .text import table as _table
@@ -492,6 +492,7 @@ def _compare_arguments(p) -> None:
     p.add_argument("--topology", metavar="SPEC",
                    help="rank on this network with static routing and link contention instead of the "
                         "α-β-γ model (e.g. kary:12,2, torus:8x8x8, ibnet:FILE; see `topocoll topo`)")
+    add_ppn_argument(p)
     p.add_argument("--routing", help="routing engine (default: the topology family's); with --topology")
     p.add_argument("--order",
                    help="node order: routing (the routing engine's, default), identity, random, "
@@ -564,6 +565,7 @@ def _extension_fill(module: str, register: str, parsers: dict):
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        apply_ppn(args)
         return args.func(args)
     except TopocollError as exc:
         print(f"topocoll: error: {exc}", file=sys.stderr)

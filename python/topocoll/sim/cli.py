@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..argtypes import bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
+from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..text import table as _table
 from .engine import (EVENT_MODELS, MAX_EAGER, MAX_PORTS, MAX_WINDOW, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions,
@@ -227,6 +227,7 @@ def add_simulate_parser(sub) -> None:
                                                       "packets per endpoint per slot (docs/simulator.md)")
     p.add_argument("--model", choices=EVENT_MODELS, default="loggops", help="default loggops")
     p.add_argument("--topology", metavar="SPEC", help="network (default: an ideal crossbar at --bandwidth)")
+    add_ppn_argument(p)
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
     p.add_argument("--order", default="routing", help="node order (default routing)")
     p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..argtypes import bounded_int, finite_float, parse_size, seed
+from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_size, seed
 from ..errors import SpecError
 from .emit import _umask
 
@@ -319,6 +319,7 @@ def add_tune_parser(sub) -> None:
                                                "default), max (also idempotent), noncommutative, ...")
     p.add_argument("--topology", metavar="SPEC", help="network (kary:12,2, torus:8x8x8, ...): static contention "
                                                       "model; without it the α-β-γ model")
+    add_ppn_argument(p)
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
     p.add_argument("--orders", help=f"node orders searched, comma-separated (default {','.join(DEFAULT_ORDERS)}; "
                                     "blocked: 2x2x2 blocks of a torus; random: seeded by --seed)")
