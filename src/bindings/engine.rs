@@ -496,6 +496,64 @@ struct PacketStats {
     buffers: Option<(Vec<u32>, Vec<f64>)>,
 }
 
+impl PacketStats {
+    /// What the packet fabric `f` measured over a run that ended at `time`.
+    fn of(f: &PacketFabric, time: Ps) -> Self {
+        let most = f.max_occupancy();
+        PacketStats {
+            hops: f.packet_hops(),
+            max_buffer: most.iter().copied().max().unwrap_or(0),
+            buffers: Some((most, f.mean_occupancy(time))),
+        }
+    }
+}
+
+/// A packet run's result, or the error that explains it: a network that
+/// stopped while packets wait names its cycle of buffers, and a route with
+/// more hop phases than VC classes says so, before the loop's own error.
+fn packet_checked<T>(f: &PacketFabric, ran: Result<T, CoreError>) -> Result<T, CoreError> {
+    if let Some(cycle) = f.stalled() {
+        return Err(CoreError::InvalidArgument(cycle));
+    }
+    if let Some(line) = f.class_overflow() {
+        return Err(CoreError::InvalidArgument(line.to_string()));
+    }
+    ran
+}
+
+/// The network arguments of a run, checked against `router`'s network: link
+/// bandwidths (B/s) and latencies (ps), and `order[r]`, the endpoint of rank r.
+fn network_inputs(
+    what: &str,
+    router: &PyRouter,
+    bandwidth: PyReadonlyArray1<f64>,
+    latency_ps: PyReadonlyArray1<u64>,
+    order: PyReadonlyArray1<u32>,
+) -> PyResult<(Links, Vec<u32>)> {
+    let links = Links {
+        bandwidth: bandwidth.as_slice()?.to_vec(),
+        latency: latency_ps.as_slice()?.to_vec(),
+    };
+    let g = &router.inner.graph;
+    if links.len() != g.n_links() {
+        return Err(CoreError::InvalidArgument(format!(
+            "{what}: {} link bandwidths for {} links",
+            links.len(),
+            g.n_links()
+        ))
+        .into());
+    }
+    let order = order.as_slice()?.to_vec();
+    let n_ep = g.n_endpoints;
+    if let Some(&bad) = order.iter().find(|&&e| e as usize >= n_ep) {
+        return Err(CoreError::InvalidArgument(format!(
+            "{what}: order names endpoint {bad}, expected 0..{n_ep}"
+        ))
+        .into());
+    }
+    Ok((links, order))
+}
+
 impl PyEngineOutcome {
     fn new(
         py: Python<'_>,
@@ -539,27 +597,9 @@ fn engine_run(
     order: PyReadonlyArray1<u32>,
     config: &PyEngineConfig,
 ) -> PyResult<PyEngineOutcome> {
-    let links = Links {
-        bandwidth: bandwidth.as_slice()?.to_vec(),
-        latency: latency_ps.as_slice()?.to_vec(),
-    };
+    let (links, order) = network_inputs("engine_run", router, bandwidth, latency_ps, order)?;
     let r = &router.inner;
-    if links.len() != r.graph.n_links() {
-        return Err(CoreError::InvalidArgument(format!(
-            "engine_run: {} link bandwidths for {} links",
-            links.len(),
-            r.graph.n_links()
-        ))
-        .into());
-    }
-    let order = order.as_slice()?.to_vec();
     let n_ep = r.graph.n_endpoints;
-    if let Some(&bad) = order.iter().find(|&&e| e as usize >= n_ep) {
-        return Err(CoreError::InvalidArgument(format!(
-            "engine_run: order names endpoint {bad}, expected 0..{n_ep}"
-        ))
-        .into());
-    }
     let prog = &program.prog;
     let m = &program.matching;
     let cfg = config;
@@ -613,20 +653,8 @@ fn engine_run(
             ModelConfig::Packet { cfg, link_dst } => {
                 let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
                 let ran = go(&mut f, background);
-                // a network that stops while packets wait: name its cycle of buffers
-                if let Some(cycle) = f.stalled() {
-                    return Err(CoreError::InvalidArgument(cycle));
-                }
-                if let Some(line) = f.class_overflow() {
-                    return Err(CoreError::InvalidArgument(line.to_string()));
-                }
-                let out = ran?;
-                let most = f.max_occupancy();
-                let stats = PacketStats {
-                    hops: f.packet_hops(),
-                    max_buffer: most.iter().copied().max().unwrap_or(0),
-                    buffers: Some((most, f.mean_occupancy(out.time))),
-                };
+                let out = packet_checked(&f, ran)?;
+                let stats = PacketStats::of(&f, out.time);
                 Ok((out, None, stats))
             }
         }
@@ -700,27 +728,10 @@ fn engine_run_streamed(
     Option<String>,
     (u64, u64, u64, u64),
 )> {
-    let links = Links {
-        bandwidth: bandwidth.as_slice()?.to_vec(),
-        latency: latency_ps.as_slice()?.to_vec(),
-    };
+    let (links, order) =
+        network_inputs("engine_run_streamed", router, bandwidth, latency_ps, order)?;
     let r = &router.inner;
-    if links.len() != r.graph.n_links() {
-        return Err(CoreError::InvalidArgument(format!(
-            "engine_run_streamed: {} link bandwidths for {} links",
-            links.len(),
-            r.graph.n_links()
-        ))
-        .into());
-    }
-    let order = order.as_slice()?.to_vec();
     let n_ep = r.graph.n_endpoints;
-    if let Some(&bad) = order.iter().find(|&&e| e as usize >= n_ep) {
-        return Err(CoreError::InvalidArgument(format!(
-            "engine_run_streamed: order names endpoint {bad}, expected 0..{n_ep}"
-        ))
-        .into());
-    }
     let cfg = config;
     let congestion_model = matches!(cfg.model, ModelConfig::Congestion);
     if cfg.trace || (cfg.background.is_some() && !congestion_model) {
@@ -784,22 +795,9 @@ fn engine_run_streamed(
             ModelConfig::Packet { cfg, link_dst } => {
                 let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
                 let ran = go(&mut f, src);
-                if let Some(cycle) = f.stalled() {
-                    return Err(CoreError::InvalidArgument(cycle));
-                }
-                if let Some(line) = f.class_overflow() {
-                    return Err(CoreError::InvalidArgument(line.to_string()));
-                }
-                let ran = ran?;
+                let ran = packet_checked(&f, ran)?;
                 let stats = match &ran {
-                    Streamed::Done(out, _) => {
-                        let most = f.max_occupancy();
-                        PacketStats {
-                            hops: f.packet_hops(),
-                            max_buffer: most.iter().copied().max().unwrap_or(0),
-                            buffers: Some((most, f.mean_occupancy(out.time))),
-                        }
-                    }
+                    Streamed::Done(out, _) => PacketStats::of(&f, out.time),
                     Streamed::Late(_) => PacketStats::default(),
                 };
                 Ok((ran, None, stats))
