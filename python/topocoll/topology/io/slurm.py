@@ -37,37 +37,14 @@ def expand_hostlist(text: str, where="hostlist") -> list:
     return out
 
 
-def read_hostfile(path) -> list:
-    """Host names, one per line (``host``, ``host slots=4`` or ``host:4``);
-    ``#`` starts a comment. Slot counts are ignored and repeated hosts kept
-    once: topocoll maps ranks to endpoints, not to cores."""
+def _hostfile_lines(path):
+    """``(line number, host, slots or None)`` of each host line of a hostfile
+    (``host``, ``host slots=4`` or ``host:4``; ``#`` starts a comment)."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
     except OSError as e:
         raise ParseError(f"{path}: cannot read ({e.strerror})") from None
-    hosts = []
-    for no, raw in enumerate(lines, 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?::\d+|\s+slots=\d+(?:\s+max[-_]slots=\d+)?)?", line)
-        if not m:
-            raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'HOST', 'HOST:N' or 'HOST slots=N'")
-        hosts.append(m.group(1))
-    return hosts
-
-
-def read_hostfile_slots(path) -> list:
-    """``(host, slots)`` per line of a hostfile (slots None where the line
-    gives none; ``HOST:N`` and ``HOST slots=N`` both give N), in file order,
-    a repeated host's slots added (Open MPI's and MPICH's reading)."""
-    path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
-    slots: dict[str, int | None] = {}
     for no, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -76,13 +53,28 @@ def read_hostfile_slots(path) -> list:
         if not m:
             raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'HOST', 'HOST:N' or 'HOST slots=N'")
         n = m.group(2) or m.group(3)
-        if n is not None and int(n) < 1:
+        yield no, m.group(1), None if n is None else int(n)
+
+
+def read_hostfile(path) -> list:
+    """Host names, one per line (``host``, ``host slots=4`` or ``host:4``);
+    ``#`` starts a comment. Slot counts are ignored and repeated hosts kept
+    once: topocoll maps ranks to endpoints, not to cores."""
+    return [host for _, host, _ in _hostfile_lines(path)]
+
+
+def read_hostfile_slots(path) -> list:
+    """``(host, slots)`` per line of a hostfile (slots None where the line
+    gives none; ``HOST:N`` and ``HOST slots=N`` both give N), in file order,
+    a repeated host's slots added (Open MPI's and MPICH's reading)."""
+    slots: dict[str, int | None] = {}
+    for no, host, n in _hostfile_lines(path):
+        if n is not None and n < 1:
             raise ParseError(f"{path}:{no}: slots={n}, expected at least 1")
-        host = m.group(1)
         if host in slots and n is not None and slots[host] is not None:
-            slots[host] += int(n)
+            slots[host] += n
         elif host not in slots or n is not None:
-            slots[host] = None if n is None else int(n)
+            slots[host] = n
     return list(slots.items())
 
 
