@@ -67,22 +67,15 @@ def run(out, *, quick: bool, progress=lambda what: None) -> Result:
                  f"and 4×4×4 at several times the cost) of {M // 1024} KiB per destination; percent of peak = "
                  "eq. 2's time ÷ simulated time (`schedules/alltoall_cost.py: percent_of_peak`); Table 4 and §4.2 "
                  "from eq. 3, eq. 4 and the TPS model with BG/L's constants", quick=quick)
-    sym = {}
-    for shape, paper in TABLE1:
-        if shape in TOO_LARGE or (quick and shape not in QUICK_SHAPES):
-            continue
-        sym[shape] = _percent(shape)
-        res.rows.append(Row(f"AR % of peak, symmetric {shape}", "Table 1", paper, sym[shape], "%",
-                            abs(sym[shape] / paper - 1) <= TOLERANCE))
-        progress(f"Table 1 {shape}")
-    asym = {}
-    for shape, paper in TABLE2:
-        if shape in TOO_LARGE or (quick and shape not in QUICK_SHAPES):
-            continue
-        asym[shape] = _percent(shape)
-        res.rows.append(Row(f"AR % of peak, asymmetric {shape}", "Table 2", paper, asym[shape], "%",
-                            abs(asym[shape] / paper - 1) <= TOLERANCE))
-        progress(f"Table 2 {shape}")
+    sym, asym = {}, {}
+    for table, kind, ref, got in ((TABLE1, "symmetric", "Table 1", sym), (TABLE2, "asymmetric", "Table 2", asym)):
+        for shape, paper in table:
+            if shape in TOO_LARGE or (quick and shape not in QUICK_SHAPES):
+                continue
+            got[shape] = _percent(shape)
+            res.rows.append(Row(f"AR % of peak, {kind} {shape}", ref, paper, got[shape], "%",
+                                abs(got[shape] / paper - 1) <= TOLERANCE))
+            progress(f"{ref} {shape}")
     from ..viz.curves import write_bars
     paper = {f"{s} (T{1 if s in sym else 2})": v for s, v in TABLE1 + TABLE2 if s in sym or s in asym}
     model = {f"{s} (T{1 if s in sym else 2})": v for s, v in {**sym, **asym}.items()}
