@@ -399,7 +399,7 @@ EXTENSIONS = (
     ("topocoll.mpi.bench_cli", "add_bench_parser",
      {"bench": "time topocoll's algorithms beside the MPI library's collective (under mpiexec)"}),
     ("topocoll.mpi.calibrate", "add_calibrate_parser",
-     {"calibrate": "measure α, β, γ and LogGP parameters with MPI and write a machine profile"}),
+     {"calibrate": "measure α, β, γ and LogGP parameters with MPI (or read OSU results) and write a machine profile"}),
     ("topocoll.tune.cli", "add_tune_parser",
      {"tune": "the best algorithm per (P, size) on a network, the MPI libraries' defaults, tuning files"}),
     ("topocoll.reproduce.cli", "add_reproduce_parser",

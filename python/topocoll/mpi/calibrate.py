@@ -902,7 +902,7 @@ def _add_arguments(p) -> None:
 def add_calibrate_parser(sub) -> None:
     """Register ``topocoll calibrate`` on the CLI's subparsers."""
     p = sub.add_parser(
-        "calibrate", help="measure α, β, γ and LogGP parameters with MPI and write a machine profile",
+        "calibrate", help="measure α, β, γ and LogGP parameters with MPI (or read OSU results) and write a machine profile",
         description="Measure this machine with MPI on 2 ranks (ping-pong α-β fit, streaming bandwidth, "
                     "LogGP o, g, G, L after Netgauge, γ of the reduction and over kernels) and write a JSON "
                     "profile for `topocoll simulate --profile FILE`. Without mpiexec it relaunches itself "
