@@ -9,16 +9,16 @@ use pyo3::types::PyDict;
 
 use super::routing::PyRouter;
 use crate::engine::adaptive::AdaptiveTorus;
-use crate::engine::congestion::{annotate, Fixed, RoundFixed};
-use crate::engine::fabric::{Fabric, Links, Ps};
-use crate::engine::flow::{FlowConfig, FlowFabric, Sharing};
+use crate::engine::config::{run_streamed, run_whole, ModelConfig, Ran, RunConfig};
+use crate::engine::core::{Background, Costs, Small, Sync};
+use crate::engine::fabric::{Links, Ps};
+use crate::engine::flow::Sharing;
 use crate::engine::lockstep::{lockstep, RoundShape};
-use crate::engine::loggops::{LogGopsNic, Reservation};
-use crate::engine::noise::{Detours, OsNoise};
-use crate::engine::packet::{Allocator, PacketConfig, PacketFabric, Queues};
+use crate::engine::loggops::LogGopsNic;
+use crate::engine::noise::Detours;
+use crate::engine::packet::{Allocator, PacketConfig, Queues};
 use crate::engine::program::{Matching, Program};
-use crate::engine::run::{simulate, Background, Costs, Outcome, Small, Sync};
-use crate::engine::stream::{simulate_streamed, Chunk, ChunkSource, StreamStats, Streamed};
+use crate::engine::stream::{Chunk, ChunkSource};
 use crate::engine::ugal::UgalDragonfly;
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
@@ -162,22 +162,6 @@ pub enum PyDetour {
     Trace,
 }
 
-/// A model with its own parameters: what a run's fabric is built from.
-#[derive(Clone, Debug)]
-enum ModelConfig {
-    LogGops(LogGopsNic),
-    Flow {
-        sharing: Sharing,
-        nic_bandwidth: f64,
-        tolerance: Ps,
-    },
-    Congestion,
-    Packet {
-        cfg: PacketConfig,
-        link_dst: Vec<u32>,
-    },
-}
-
 /// One engine run's whole input besides the program and the network: the
 /// model with its parameters, CPU and protocol costs, synchronisation, OS
 /// noise, background traffic and tracing. Every time is in ps and every
@@ -185,19 +169,14 @@ enum ModelConfig {
 /// the unit conversions and the validation, once, and builds this.
 #[pyclass(name = "EngineConfig", module = "topocoll._core", frozen)]
 pub struct PyEngineConfig {
-    model: ModelConfig,
-    costs: Costs,
-    sync: Sync,
-    detours: Detours,
-    background: Option<Background>,
-    trace: bool,
+    run: RunConfig,
 }
 
 impl PyEngineConfig {
     /// The packet model's parameters and each link's destination node, or
     /// None for another model (the synthetic-traffic driver takes them).
     pub(crate) fn packet(&self) -> Option<(&PacketConfig, &[u32])> {
-        match &self.model {
+        match &self.run.model {
             ModelConfig::Packet { cfg, link_dst } => Some((cfg, link_dst)),
             _ => None,
         }
@@ -434,29 +413,31 @@ impl PyEngineConfig {
             window,
         };
         Ok(PyEngineConfig {
-            model,
-            costs,
-            sync,
-            detours,
-            background,
-            trace,
+            run: RunConfig {
+                model,
+                costs,
+                sync,
+                detours,
+                background,
+                trace,
+            },
         })
     }
 
     fn __repr__(&self) -> String {
         format!(
             "EngineConfig(model={:?}, sync={:?}, costs={:?}, detours={}, background={}, trace={})",
-            self.model,
-            self.sync,
-            self.costs,
-            match &self.detours {
+            self.run.model,
+            self.run.sync,
+            self.run.costs,
+            match &self.run.detours {
                 Detours::Quiet => "quiet",
                 Detours::Periodic { .. } => "periodic",
                 Detours::Random { .. } => "random",
                 Detours::Trace { .. } => "trace",
             },
-            self.background.as_ref().map_or(0, |b| b.endpoints.len()),
-            self.trace
+            self.run.background.as_ref().map_or(0, |b| b.endpoints.len()),
+            self.run.trace
         )
     }
 }
@@ -486,39 +467,6 @@ pub struct PyEngineOutcome {
     /// packets it held and its time-averaged occupancy (None for other models).
     buffer_max: Option<Py<PyArray1<u32>>>,
     buffer_mean: Option<Py<PyArray1<f64>>>,
-}
-
-/// What the packet model measured beside the run's outcome.
-#[derive(Default)]
-struct PacketStats {
-    hops: u64,
-    max_buffer: u32,
-    buffers: Option<(Vec<u32>, Vec<f64>)>,
-}
-
-impl PacketStats {
-    /// What the packet fabric `f` measured over a run that ended at `time`.
-    fn of(f: &PacketFabric, time: Ps) -> Self {
-        let most = f.max_occupancy();
-        PacketStats {
-            hops: f.packet_hops(),
-            max_buffer: most.iter().copied().max().unwrap_or(0),
-            buffers: Some((most, f.mean_occupancy(time))),
-        }
-    }
-}
-
-/// A packet run's result, or the error that explains it: a network that
-/// stopped while packets wait names its cycle of buffers, and a route with
-/// more hop phases than VC classes says so, before the loop's own error.
-fn packet_checked<T>(f: &PacketFabric, ran: Result<T, CoreError>) -> Result<T, CoreError> {
-    if let Some(cycle) = f.stalled() {
-        return Err(CoreError::InvalidArgument(cycle));
-    }
-    if let Some(line) = f.class_overflow() {
-        return Err(CoreError::InvalidArgument(line.to_string()));
-    }
-    ran
 }
 
 /// The network arguments of a run, checked against `router`'s network: link
@@ -555,12 +503,12 @@ fn network_inputs(
 }
 
 impl PyEngineOutcome {
-    fn new(
-        py: Python<'_>,
-        out: Outcome,
-        congestion: Option<Vec<f32>>,
-        packet: PacketStats,
-    ) -> Self {
+    fn new(py: Python<'_>, ran: Ran) -> Self {
+        let Ran {
+            out,
+            congestion,
+            packet,
+        } = ran;
         PyEngineOutcome {
             time_ps: out.time,
             rank_done_ps: out.rank_done.into_pyarray(py).unbind(),
@@ -598,68 +546,9 @@ fn engine_run(
     config: &PyEngineConfig,
 ) -> PyResult<PyEngineOutcome> {
     let (links, order) = network_inputs("engine_run", router, bandwidth, latency_ps, order)?;
-    let r = &router.inner;
-    let n_ep = r.graph.n_endpoints;
-    let prog = &program.prog;
-    let m = &program.matching;
-    let cfg = config;
-    type Ran = (Outcome, Option<Vec<f32>>, PacketStats);
-    let (out, congestion, packet) = py.allow_threads(move || -> Result<Ran, CoreError> {
-        let mut routes = RouterRoutes::new(r);
-        let mut os = OsNoise::new(cfg.detours.clone(), prog.n_ranks as usize);
-        let background = cfg.background.as_ref();
-        let mut go = |fabric: &mut dyn Fabric, bg: Option<&Background>| {
-            simulate(
-                prog,
-                m,
-                &order,
-                &cfg.costs,
-                cfg.sync,
-                fabric,
-                &mut routes,
-                &mut os,
-                bg,
-                cfg.trace,
-            )
-        };
-        match &cfg.model {
-            ModelConfig::LogGops(nic) => {
-                let mut f = Reservation::new(links, n_ep, nic.clone());
-                Ok((go(&mut f, background)?, None, PacketStats::default()))
-            }
-            ModelConfig::Flow {
-                sharing,
-                nic_bandwidth,
-                tolerance,
-            } => {
-                let flow = FlowConfig {
-                    sharing: *sharing,
-                    nic_bandwidth: *nic_bandwidth,
-                    n_endpoints: n_ep,
-                    tolerance: *tolerance,
-                };
-                let mut f = FlowFabric::new(links, flow);
-                Ok((go(&mut f, background)?, None, PacketStats::default()))
-            }
-            ModelConfig::Congestion => {
-                let mut ar = RouterRoutes::new(r);
-                let bg = background.map(|b| (b.endpoints.as_slice(), b.seed));
-                let ann = annotate(prog, m, &order, &links, &mut ar, bg)?;
-                let mut f = Fixed::new(ann.duration, links.len());
-                let mut out = go(&mut f, None)?;
-                out.link_bytes = ann.link_flows;
-                Ok((out, Some(ann.congestion), PacketStats::default()))
-            }
-            ModelConfig::Packet { cfg, link_dst } => {
-                let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
-                let ran = go(&mut f, background);
-                let out = packet_checked(&f, ran)?;
-                let stats = PacketStats::of(&f, out.time);
-                Ok((out, None, stats))
-            }
-        }
-    })?;
-    Ok(PyEngineOutcome::new(py, out, congestion, packet))
+    let (r, prog, m, cfg) = (&router.inner, &program.prog, &program.matching, &config.run);
+    let ran = py.allow_threads(|| run_whole(prog, m, r, &links, &order, cfg))?;
+    Ok(PyEngineOutcome::new(py, ran))
 }
 
 /// The rounds of a Python iterator of tuples `(rank u32, kind u8, peer u32,
@@ -730,91 +619,22 @@ fn engine_run_streamed(
 )> {
     let (links, order) =
         network_inputs("engine_run_streamed", router, bandwidth, latency_ps, order)?;
-    let r = &router.inner;
-    let n_ep = r.graph.n_endpoints;
-    let cfg = config;
-    let congestion_model = matches!(cfg.model, ModelConfig::Congestion);
-    if cfg.trace || (cfg.background.is_some() && !congestion_model) {
-        return Err(CoreError::InvalidArgument(
-            "engine_run_streamed: traces and background traffic of the event models need the whole program".into(),
-        )
-        .into());
-    }
+    let (r, cfg) = (&router.inner, &config.run);
     let mut source = PyChunks {
         iter: chunks,
         error: None,
     };
-    type Ran = (Streamed, Option<f32>, PacketStats);
-    let ran = py.allow_threads(|| -> Result<Ran, CoreError> {
-        let mut routes = RouterRoutes::new(r);
-        let mut os = OsNoise::new(cfg.detours.clone(), n_ranks as usize);
-        let src: &mut dyn ChunkSource = &mut source;
-        let mut go = |fabric: &mut dyn Fabric, src: &mut dyn ChunkSource| {
-            simulate_streamed(
-                n_ranks,
-                src,
-                &order,
-                &cfg.costs,
-                cfg.sync,
-                fabric,
-                &mut routes,
-                &mut os,
-            )
-        };
-        match &cfg.model {
-            ModelConfig::LogGops(nic) => {
-                let mut f = Reservation::new(links, n_ep, nic.clone());
-                Ok((go(&mut f, src)?, None, PacketStats::default()))
-            }
-            ModelConfig::Flow {
-                sharing,
-                nic_bandwidth,
-                tolerance,
-            } => {
-                let flow = FlowConfig {
-                    sharing: *sharing,
-                    nic_bandwidth: *nic_bandwidth,
-                    n_endpoints: n_ep,
-                    tolerance: *tolerance,
-                };
-                let mut f = FlowFabric::new(links, flow);
-                Ok((go(&mut f, src)?, None, PacketStats::default()))
-            }
-            ModelConfig::Congestion => {
-                let bg = cfg
-                    .background
-                    .as_ref()
-                    .map(|b| (b.endpoints.as_slice(), b.seed));
-                let mut f = RoundFixed::new(&links, RouterRoutes::new(r), bg);
-                let mut ran = go(&mut f, src)?;
-                if let Streamed::Done(out, _) = &mut ran {
-                    out.link_bytes = f.link_flows().to_vec();
-                }
-                Ok((ran, Some(f.max_congestion), PacketStats::default()))
-            }
-            ModelConfig::Packet { cfg, link_dst } => {
-                let mut f = PacketFabric::new(links, link_dst.clone(), n_ep, cfg.clone())?;
-                let ran = go(&mut f, src);
-                let ran = packet_checked(&f, ran)?;
-                let stats = match &ran {
-                    Streamed::Done(out, _) => PacketStats::of(&f, out.time),
-                    Streamed::Late(_) => PacketStats::default(),
-                };
-                Ok((ran, None, stats))
-            }
-        }
-    });
+    let ran = py.allow_threads(|| run_streamed(n_ranks, &mut source, r, &links, &order, cfg));
     if let Some(e) = source.error.take() {
         return Err(e);
     }
-    let (ran, max_congestion, packet) = ran?;
-    let stats_of = |s: &StreamStats| (s.chunks, s.ops, s.peak_ops, s.peak_messages);
-    Ok(match ran {
-        Streamed::Done(out, stats) => {
-            let outcome = PyEngineOutcome::new(py, out, max_congestion.map(|c| vec![c]), packet);
-            (Some(outcome), None, stats_of(&stats))
-        }
-        Streamed::Late(why) => (None, Some(why), (0, 0, 0, 0)),
+    Ok(match ran? {
+        Ok((ran, s)) => (
+            Some(PyEngineOutcome::new(py, ran)),
+            None,
+            (s.chunks, s.ops, s.peak_ops, s.peak_messages),
+        ),
+        Err(why) => (None, Some(why), (0, 0, 0, 0)),
     })
 }
 

@@ -6,34 +6,24 @@
 //! background endpoints are routed together and every link counts the flows
 //! crossing it. Each application message is then annotated with the largest
 //! count along its route, and costs its route latency plus
-//! `bytes · congestion / bandwidth` of its slowest link. The event loop
-//! ([`super::run`]) then takes the longest path through the dependencies,
+//! `bytes · congestion / bandwidth` of its slowest link ([`RoundFixed`], told
+//! of each round by the op store before any of its messages moves). The
+//! event loop ([`super::core`]) then takes the longest path through the dependencies,
 //! CPU overheads included; running it again without background traffic gives
 //! the unperturbed time the paper compares against (its slowdown).
 
+use std::collections::VecDeque;
+
+use super::core::Routes;
 use super::fabric::{ceil_ps, Due, Fabric, Links, Message, Ps, PS_PER_S};
-use super::program::{Matching, Program};
-use super::run::Routes;
 use crate::error::CoreError;
 use crate::routing::graph::mix64;
-
-/// Per-message congestion and duration.
-#[derive(Clone, Debug, Default)]
-pub struct Annotation {
-    /// Largest number of flows (weighted) on a link of the message's route,
-    /// in its round.
-    pub congestion: Vec<f32>,
-    /// Time on the wire: route latency + bytes · congestion / bandwidth.
-    pub duration: Vec<Ps>,
-    /// Flows per link summed over rounds (application and background).
-    pub link_flows: Vec<f64>,
-}
 
 /// One round of the congestion model: route the round's application
 /// messages, add one background permutation, count flows per link, and give
 /// each message its congestion and duration. Reused round after round; round
 /// `k`'s background permutation is drawn from `seed` and `k` alone, so the
-/// event loop's [`annotate`] and the lockstep recurrence of
+/// event loop's [`RoundFixed`] and the lockstep recurrence of
 /// [`super::lockstep`] (which routes rounds on several threads) see the
 /// same noise.
 pub struct RoundCounter<'a> {
@@ -139,115 +129,50 @@ impl<'a> RoundCounter<'a> {
     }
 }
 
-/// Annotate every message of `prog` (see the module note). `background`:
-/// endpoints that send one random permutation per round, and the seed.
-pub fn annotate<R: Routes>(
-    prog: &Program,
-    m: &Matching,
-    order: &[u32],
-    links: &Links,
-    routes: &mut R,
-    background: Option<(&[u32], u64)>,
-) -> Result<Annotation, CoreError> {
-    let n_msg = m.send.len();
-    let mut out = Annotation {
-        congestion: vec![0.0; n_msg],
-        duration: vec![0; n_msg],
-        link_flows: vec![],
-    };
-    let mut rc = RoundCounter::new(links, background);
-    let mut msg = 0usize;
-    for k in 0..prog.n_rounds() {
-        let end_op = prog.round_ptr[k + 1] as u32;
-        let first = msg;
-        while msg < n_msg && m.send[msg] < end_op {
-            msg += 1;
-        }
-        let pairs = (first..msg).map(|id| {
-            let s = m.send[id] as usize;
-            (order[prog.rank[s] as usize], order[prog.peer[s] as usize])
-        });
-        rc.route_round(k, routes, pairs)?;
-        for (j, id) in (first..msg).enumerate() {
-            let (c, d) = rc.message(j, prog.nbytes[m.send[id] as usize]);
-            out.congestion[id] = c;
-            out.duration[id] = d;
-        }
-        rc.finish_round();
-    }
-    out.link_flows = rc.link_flows;
-    Ok(out)
-}
-
-/// The fabric of the congestion model: a message takes the duration fixed
-/// by [`annotate`], whatever else is in flight.
-pub struct Fixed {
-    duration: Vec<Ps>,
-    due: Due,
-    link_bytes: Vec<f64>,
-}
-
-impl Fixed {
-    pub fn new(duration: Vec<Ps>, n_links: usize) -> Self {
-        Fixed {
-            duration,
-            due: Due::default(),
-            link_bytes: vec![0.0; n_links],
-        }
-    }
-}
-
-impl Fabric for Fixed {
-    fn inject(&mut self, now: Ps, msg: &Message) {
-        for (&l, &w) in msg.links.iter().zip(msg.weights) {
-            self.link_bytes[l as usize] += msg.bytes as f64 * w;
-        }
-        let d = self.duration.get(msg.id as usize).copied().unwrap_or(0);
-        self.due.push(now + d, msg.id);
-    }
-
-    fn next_arrival(&mut self) -> Option<Ps> {
-        self.due.next()
-    }
-
-    fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        self.due.drain_until(now, arrived);
-    }
-
-    fn link_bytes(&self) -> &[f64] {
-        &self.link_bytes
-    }
-}
-
-/// The congestion model's fabric for the streamed event loop
-/// ([`super::stream`]): each round is routed and annotated when it is
-/// loaded (exactly as [`annotate`] does it round by round), and a message
-/// takes its duration when injected. Memory: the durations of the messages
-/// loaded and not yet injected.
+/// The fabric of the congestion model: each round is routed and annotated
+/// when the op store loads it (all rounds at the start for the whole
+/// program, round by round for the streamed window; the same numbers
+/// either way), and a message takes its fixed duration when injected,
+/// whatever else is in flight. Memory: the durations of the messages
+/// loaded and not yet injected (ids are dense and loaded in order).
 pub struct RoundFixed<'a, R: Routes> {
     rc: RoundCounter<'a>,
     routes: R,
-    duration: std::collections::HashMap<u32, Ps>,
+    /// Durations of messages `lo..`, [`TAKEN`] once injected.
+    duration: VecDeque<Ps>,
+    lo: u32,
     due: Due,
     link_bytes: Vec<f64>,
     /// The largest congestion of any message so far.
     pub max_congestion: f32,
+    /// Per message (by id) its congestion, when asked for at construction.
+    pub congestion: Option<Vec<f32>>,
 }
 
+const TAKEN: Ps = Ps::MAX;
+
 impl<'a, R: Routes> RoundFixed<'a, R> {
-    pub fn new(links: &'a Links, routes: R, background: Option<(&[u32], u64)>) -> Self {
+    /// `per_message`: keep every message's congestion (else only the largest).
+    pub fn new(
+        links: &'a Links,
+        routes: R,
+        background: Option<(&[u32], u64)>,
+        per_message: bool,
+    ) -> Self {
         RoundFixed {
             rc: RoundCounter::new(links, background),
             routes,
-            duration: Default::default(),
+            duration: VecDeque::new(),
+            lo: 0,
             due: Due::default(),
             link_bytes: vec![0.0; links.len()],
             max_congestion: 0.0,
+            congestion: per_message.then(Vec::new),
         }
     }
 
-    /// Flows per link summed over the rounds (what the whole-program run
-    /// reports as the congestion model's link loads).
+    /// Flows per link summed over the rounds (the congestion model's link
+    /// loads).
     pub fn link_flows(&self) -> &[f64] {
         &self.rc.link_flows
     }
@@ -258,7 +183,15 @@ impl<R: Routes> Fabric for RoundFixed<'_, R> {
         for (&l, &w) in msg.links.iter().zip(msg.weights) {
             self.link_bytes[l as usize] += msg.bytes as f64 * w;
         }
-        let d = self.duration.remove(&msg.id).unwrap_or(0);
+        let k = msg.id.wrapping_sub(self.lo) as usize;
+        let d = match self.duration.get_mut(k) {
+            Some(d) if *d != TAKEN => std::mem::replace(d, TAKEN),
+            _ => 0,
+        };
+        while self.duration.front() == Some(&TAKEN) {
+            self.duration.pop_front();
+            self.lo += 1;
+        }
         self.due.push(now + d, msg.id);
     }
 
@@ -274,17 +207,25 @@ impl<R: Routes> Fabric for RoundFixed<'_, R> {
         &self.link_bytes
     }
 
+    fn wants_rounds(&self) -> bool {
+        true
+    }
+
     fn round_loaded(
         &mut self,
         k: usize,
         msgs: &[super::fabric::RoundMessage],
-    ) -> Result<(), CoreError> {
+    ) -> Result<(), crate::error::CoreError> {
         self.rc
             .route_round(k, &mut self.routes, msgs.iter().map(|m| (m.src, m.dst)))?;
         for (j, m) in msgs.iter().enumerate() {
             let (c, d) = self.rc.message(j, m.bytes);
             self.max_congestion = self.max_congestion.max(c);
-            self.duration.insert(m.id, d);
+            debug_assert_eq!(m.id as usize, self.lo as usize + self.duration.len());
+            self.duration.push_back(d);
+            if let Some(v) = &mut self.congestion {
+                v.push(c);
+            }
         }
         self.rc.finish_round();
         Ok(())

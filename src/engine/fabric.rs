@@ -162,10 +162,16 @@ pub trait Fabric {
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>);
     /// Bytes each link carried so far (weights applied), indexed by link id.
     fn link_bytes(&self) -> &[f64];
-    /// The streamed event loop ([`super::stream`]) loaded round `k`, whose
-    /// messages are `msgs` (ids in send order): a model that fixes a round's
-    /// messages together (the congestion model) does it here. Called before
-    /// any of them is injected; nothing to do for the other models.
+    /// Whether the model wants [`Fabric::round_loaded`] (the op stores skip
+    /// gathering a round's messages for the models that do not).
+    fn wants_rounds(&self) -> bool {
+        false
+    }
+    /// The op store loaded round `k` ([`super::core::OpStore::start`], the
+    /// streamed window's pulls), whose messages are `msgs` (ids in send
+    /// order): a model that fixes a round's messages together (the
+    /// congestion model) does it here. Called before any of them is
+    /// injected; nothing to do for the other models.
     fn round_loaded(
         &mut self,
         _k: usize,

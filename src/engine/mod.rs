@@ -2,7 +2,10 @@
 //! schedule IR (docs/ir.md) run on a modelled network.
 //!
 //! - [`program`]: the columns the engine reads, message matching, successors;
-//! - [`run`]: the event loop (CPU per rank, eager/rendezvous, round gates);
+//! - [`core`]: the event loop, written once (CPU per rank, eager /
+//!   rendezvous / detached sends, the injection window, background
+//!   traffic, traces), generic over an op store: [`run`] (the whole program)
+//!   or [`stream`] (a window of rounds pulled as the run needs them);
 //! - [`fabric`]: the network seam, and its four models:
 //!   [`loggops`] (LogGOPS with link reservations), [`flow`] (max-min fluid
 //!   flows, or SimGrid's CM02), [`congestion`] (the ORCS-style congestion
@@ -16,7 +19,9 @@
 //! side by side (the sweep runs them on threads).
 
 pub mod adaptive;
+pub mod config;
 pub mod congestion;
+pub mod core;
 pub mod fabric;
 pub mod flow;
 pub mod lockstep;

@@ -1,162 +1,20 @@
-//! The event loop: one op program, one fabric, one clock.
+//! The whole-program op store: the op program compiled once, in memory,
+//! run by the one event loop of [`super::core`] (its module note has the
+//! semantics) as many times as a sweep wants (noise series, the tuner).
 //!
-//! Semantics (LogGOPSim's, on the IR's exact dependencies):
-//! - an op is *released* when every op it depends on has completed and, under
-//!   [`Sync::Rounds`] / [`Sync::Barrier`], when its rank's (every rank's)
-//!   earlier rounds have completed;
-//! - each rank has one CPU that runs released work, without preemption, in
-//!   (release time, communication before computation, op id) order: a send
-//!   costs `o_send + O·bytes`, a reduction `γ·bytes`, a copy `copy·bytes`,
-//!   posting a receive nothing, and completing a receive `o_recv`; OS-noise
-//!   detours stretch that work ([`super::noise`]). The CPU chooses only once
-//!   every event of the current instant has been handled, so work released
-//!   at the same instant is ordered by that rule, not by which event came
-//!   first. Communication first is LogGOPSim's rule (it sorts the ops that
-//!   become executable by type: sends, receives, then local computation) and
-//!   a non-blocking program's: post the next transfers, then compute while
-//!   the NIC moves them (e.g. shift-based compositing, Cavin & Demengeon
-//!   2012 §3.2: a node "composes the pixels received during previous stage
-//!   s − 1 while it does the send and receive operations");
-//! - a posted send of at most `eager_threshold` bytes completes at once (the
-//!   data is buffered) and, under [`Small::Eager`], enters the network at
-//!   once; under [`Small::Detached`] (SimGrid's detached sends, SMPI's
-//!   default below `smpi/send-is-detached-thresh`) it enters the network
-//!   only once its receive is posted too. A larger send waits for its
-//!   receive to be posted (rendezvous) and completes when it has arrived;
-//! - a receive completes, after `o_recv` of CPU, once it is posted and its
-//!   message has arrived.
-//!
-//! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]);
-//! time is integer ps. Nothing is global: a simulation is this function's
-//! locals, so many can run at once.
+//! The store releases an op when its last dependency completed and its
+//! round gate is open ([`Sync::Rounds`]: its rank's previous round done;
+//! [`Sync::Barrier`]: every rank's), from the program's exact CSR
+//! dependencies and the matching's successor lists.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
-
-use super::fabric::{ceil_ps, Fabric, Message, Ps, TimeQueue};
+pub use super::core::{Background, Costs, Outcome, Routes, Small, Sync};
+use super::core::{Core, Engine, MsgState, OpStore, Setup, BG_BASE};
+use super::fabric::{Fabric, RoundMessage};
 use super::noise::OsNoise;
-use super::program::{Matching, Program, COPY, NONE, RECV, REDUCE, SEND};
+use super::program::{Matching, Program, NONE};
 use crate::error::CoreError;
-use crate::routing::graph::mix64;
 
-/// What, besides dependencies, holds an op back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sync {
-    /// Dependencies only: an op starts as soon as its data allows (the
-    /// executor's semantics; `mpi/executor.py`).
-    Deps,
-    /// A rank starts round `k + 1` once its own ops of round `k` completed
-    /// (blocking `MPI_Sendrecv` per round, as MPI libraries run these).
-    Rounds,
-    /// Round `k + 1` starts once every rank's round `k` completed (the
-    /// α-β-γ model's synchronous rounds).
-    Barrier,
-}
-
-/// What happens to a send of at most the eager threshold.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Small {
-    /// Its data enters the network when the send is posted (MPI eager).
-    #[default]
-    Eager,
-    /// The send completes when posted, but the data moves only once the
-    /// receive is posted too (SimGrid's detached communications).
-    Detached,
-}
-
-/// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
-#[derive(Clone, Debug)]
-pub struct Costs {
-    pub o_send: Ps,
-    pub o_recv: Ps,
-    /// `O`: sender CPU per byte.
-    pub o_per_byte: f64,
-    /// `γ`: per byte reduced.
-    pub gamma: f64,
-    /// Per byte copied locally.
-    pub copy: f64,
-    /// `S`: largest eager message, bytes.
-    pub eager_threshold: u64,
-    /// Eager or detached sends up to `eager_threshold`.
-    pub small: Small,
-    /// At most this many messages of one rank in the network at once, 0 =
-    /// no limit (throttling: the all-to-all paper's §3 on BG/L injection);
-    /// further sends wait, in posting order.
-    pub window: u32,
-}
-
-/// Network noise for the event-driven models (network-noise paper §2): every
-/// endpoint of `endpoints` streams `bytes`-byte messages to random peers of
-/// the set, back to back, until the application finishes.
-#[derive(Clone, Debug)]
-pub struct Background {
-    pub endpoints: Vec<u32>,
-    pub bytes: u64,
-    pub seed: u64,
-}
-
-/// A source of static routes between endpoints.
-pub trait Routes {
-    fn route(
-        &mut self,
-        src: u32,
-        dst: u32,
-        links: &mut Vec<u32>,
-        weights: &mut Vec<f64>,
-    ) -> Result<(), CoreError>;
-}
-
-/// Everything a run reports; per-op and per-message times only with `trace`.
-#[derive(Clone, Debug, Default)]
-pub struct Outcome {
-    pub time: Ps,
-    pub rank_done: Vec<Ps>,
-    /// CPU start of each op (a receive: when it was posted).
-    pub op_start: Vec<Ps>,
-    pub op_end: Vec<Ps>,
-    pub msg_inject: Vec<Ps>,
-    pub msg_arrive: Vec<Ps>,
-    pub link_bytes: Vec<f64>,
-    pub app_messages: u64,
-    pub bg_messages: u64,
-    pub events: u64,
-    pub os_stolen: Ps,
-}
-
-const NEVER: Ps = Ps::MAX;
-
-/// Released CPU work: `(release time, class, op, phase)`, class 0 for
-/// communication (sends, receives), 1 for computation (reductions, copies).
-type Work = (Ps, u8, u32, u8);
-
-struct Cpu {
-    busy: bool,
-    /// On the list of ranks whose CPU chooses at the end of the instant.
-    listed: bool,
-    /// The first of the released work when set (most of the time the only
-    /// one: kept out of the heap, whose buffer is one more cache miss).
-    first: Option<Work>,
-    queue: BinaryHeap<Reverse<Work>>,
-}
-
-impl Cpu {
-    fn push(&mut self, w: Work) {
-        match self.first {
-            None if self.queue.is_empty() => self.first = Some(w),
-            Some(f) if w < f => {
-                self.queue.push(Reverse(f));
-                self.first = Some(w);
-            }
-            _ => self.queue.push(Reverse(w)),
-        }
-    }
-
-    fn pop(&mut self) -> Option<Work> {
-        self.first
-            .take()
-            .or_else(|| self.queue.pop().map(|Reverse(w)| w))
-    }
-}
+use super::fabric::Ps;
 
 /// Round gates of [`Sync::Rounds`] and [`Sync::Barrier`]: segments are
 /// contiguous op ranges (one round of one rank, or one round).
@@ -227,369 +85,144 @@ impl Gates {
     }
 }
 
-struct Sim<'a> {
+/// The whole program as an [`OpStore`].
+pub struct WholeProgram<'a> {
     prog: &'a Program,
     m: &'a Matching,
-    order: &'a [u32],
-    costs: &'a Costs,
-    fabric: &'a mut dyn Fabric,
-    routes: &'a mut dyn Routes,
-    os: &'a mut OsNoise,
     deps_left: Vec<u32>,
     gates: Option<Gates>,
-    cpu: Vec<Cpu>,
-    events: TimeQueue<(u32, u8)>,
-    /// CPU work that ended at the current time, in the order it ended.
-    now: VecDeque<(Ps, u32, u8)>,
-    /// The current instant.
-    clock: Ps,
-    /// Ranks whose CPU may start work once the current instant is handled.
-    choosing: Vec<u32>,
-    send_post: Vec<Ps>,
-    recv_post: Vec<Ps>,
-    arrived: Vec<Ps>,
-    injected: Vec<bool>,
-    in_flight: Vec<u32>,
-    throttled: Vec<VecDeque<u32>>,
-    done: usize,
-    links: Vec<u32>,
-    weights: Vec<f64>,
-    bg: Option<&'a Background>,
-    bg_src: Vec<u32>,
-    rng: u64,
-    out: Outcome,
-    trace: bool,
+    msgs: Vec<MsgState>,
 }
 
-impl Sim<'_> {
-    fn cpu_work(&self, op: u32, phase: u8) -> Ps {
-        let i = op as usize;
-        let bytes = self.prog.nbytes[i] as f64;
-        let c = self.costs;
-        if phase == 1 {
-            return c.o_recv;
-        }
-        match self.prog.kind[i] {
-            SEND => c.o_send + ceil_ps(bytes * c.o_per_byte),
-            REDUCE => ceil_ps(bytes * c.gamma),
-            COPY => ceil_ps(bytes * c.copy),
-            _ => 0,
-        }
-    }
-
-    /// Communication (class 0) goes before computation (class 1) among work
-    /// released at the same instant.
-    fn class(&self, op: u32, phase: u8) -> u8 {
-        match (self.prog.kind[op as usize], phase) {
-            (SEND | RECV, _) | (_, 1) => 0,
-            _ => 1,
-        }
-    }
-
-    /// `op`'s CPU work (`phase` 1: completing a receive) is released at `t`.
-    fn push_cpu(&mut self, t: Ps, op: u32, phase: u8) {
-        let r = self.prog.rank[op as usize] as usize;
-        let class = self.class(op, phase);
-        self.cpu[r].push((t, class, op, phase));
-        self.list_cpu(r);
-    }
-
-    /// Rank `r`'s CPU chooses its next work once the current instant is
-    /// handled ([`Sim::choose`]).
-    fn list_cpu(&mut self, r: usize) {
-        if !self.cpu[r].busy && !self.cpu[r].listed {
-            self.cpu[r].listed = true;
-            self.choosing.push(r as u32);
-        }
-    }
-
-    /// Every listed idle CPU starts its first released work, at the current
-    /// instant; called when no event of this instant is left.
-    fn choose(&mut self) {
-        let mut listed = std::mem::take(&mut self.choosing);
-        for &r in &listed {
-            let r = r as usize;
-            self.cpu[r].listed = false;
-            if self.cpu[r].busy {
-                continue;
-            }
-            if let Some((ready, _, op, phase)) = self.cpu[r].pop() {
-                self.run_cpu(r, self.clock.max(ready), op, phase);
-            }
-        }
-        listed.clear();
-        self.choosing = listed;
-    }
-
-    /// The CPU of rank `r` starts `op`'s work at `start`. Work that takes no
-    /// time (posting a receive, free overheads) ends at once, through the
-    /// `now` queue rather than the heap: most ops of a schedule are such.
-    fn run_cpu(&mut self, r: usize, start: Ps, op: u32, phase: u8) {
-        let end = self.os.run(r, start, self.cpu_work(op, phase));
-        if self.trace && phase == 0 {
-            self.out.op_start[op as usize] = start;
-        }
-        self.cpu[r].busy = true;
-        if end == start {
-            self.now.push_back((end, op, phase));
-        } else {
-            self.events.push(end, (op, phase));
-        }
-    }
-
-    fn gate_open(&self, op: u32) -> bool {
-        match &self.gates {
-            None => true,
-            Some(g) => g.open[g.seg_of[op as usize] as usize],
-        }
-    }
-
-    fn complete(&mut self, t: Ps, op: u32) {
-        let i = op as usize;
-        if self.trace {
-            self.out.op_end[i] = t;
-        }
-        let r = self.prog.rank[i] as usize;
-        self.out.rank_done[r] = self.out.rank_done[r].max(t);
-        self.done += 1;
-        for k in self.m.succ_ptr[i] as usize..self.m.succ_ptr[i + 1] as usize {
-            let s = self.m.succ_idx[k];
-            self.deps_left[s as usize] -= 1;
-            if self.deps_left[s as usize] == 0 && self.gate_open(s) {
-                self.push_cpu(t, s, 0);
-            }
-        }
-        let mut opened = None;
-        if let Some(g) = &mut self.gates {
-            let seg = g.seg_of[i] as usize;
-            g.left[seg] -= 1;
-            if g.left[seg] == 0 && g.next[seg] != NONE {
-                let nx = g.next[seg] as usize;
-                g.open[nx] = true;
-                opened = Some((g.seg_ptr[nx] as usize, g.seg_ptr[nx + 1] as usize));
-            }
-        }
-        if let Some((a, b)) = opened {
-            for s in a..b {
-                if self.deps_left[s] == 0 {
-                    self.push_cpu(t, s as u32, 0);
-                }
-            }
-        }
-    }
-
-    fn inject(&mut self, t: Ps, id: u32, src: u32, dst: u32, bytes: u64) -> Result<(), CoreError> {
-        self.links.clear();
-        self.weights.clear();
-        if src != dst {
-            self.routes
-                .route(src, dst, &mut self.links, &mut self.weights)?;
-        }
-        self.fabric.inject(
-            t,
-            &Message {
-                id,
-                src,
-                dst,
-                bytes,
-                links: &self.links,
-                weights: &self.weights,
-            },
-        );
-        Ok(())
-    }
-
-    fn inject_app(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
-        let s = self.m.send[msg as usize] as usize;
-        self.injected[msg as usize] = true;
-        let r = self.prog.rank[s] as usize;
-        if self.costs.window > 0 {
-            if self.in_flight[r] >= self.costs.window {
-                self.throttled[r].push_back(msg);
-                return Ok(());
-            }
-            self.in_flight[r] += 1;
-        }
-        self.put_on_wire(t, msg)
-    }
-
-    fn put_on_wire(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
-        let s = self.m.send[msg as usize] as usize;
-        if self.trace {
-            self.out.msg_inject[msg as usize] = t;
-        }
-        self.out.app_messages += 1;
-        let (src, dst) = (
-            self.order[self.prog.rank[s] as usize],
-            self.order[self.prog.peer[s] as usize],
-        );
-        self.inject(t, msg, src, dst, self.prog.nbytes[s])
-    }
-
-    fn bg_send(&mut self, t: Ps, src: u32, dst: u32) -> Result<(), CoreError> {
-        let bg = self.bg.expect("background configured");
-        let id = self.m.send.len() as u64 + self.bg_src.len() as u64;
-        if id > u32::MAX as u64 {
+impl<'a> WholeProgram<'a> {
+    pub fn new(prog: &'a Program, m: &'a Matching, sync: Sync) -> Result<Self, CoreError> {
+        if m.send.len() >= BG_BASE as usize {
             return Err(CoreError::InvalidArgument(
-                "simulate: over 2^32 messages; shorten the run or the background traffic".into(),
+                "simulate: over 2^31 messages; shorten the run".into(),
             ));
         }
-        self.bg_src.push(src);
-        self.out.bg_messages += 1;
-        self.inject(t, id as u32, src, dst, bg.bytes)
+        let n = prog.n_ops();
+        Ok(WholeProgram {
+            prog,
+            m,
+            deps_left: (0..n).map(|i| prog.deps(i).len() as u32).collect(),
+            gates: Gates::new(prog, sync),
+            msgs: m
+                .send
+                .iter()
+                .zip(&m.recv)
+                .map(|(&s, &r)| MsgState::new(s as u64, r as u64))
+                .collect(),
+        })
     }
 
-    fn random_peer(&mut self, src: u32) -> u32 {
-        let eps = &self.bg.expect("background").endpoints;
-        loop {
-            self.rng = mix64(self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15));
-            let d = eps[(self.rng % eps.len() as u64) as usize];
-            if d != src {
-                return d;
-            }
+    fn gate_open(&self, op: usize) -> bool {
+        match &self.gates {
+            None => true,
+            Some(g) => g.open[g.seg_of[op] as usize],
         }
     }
 
-    fn on_cpu_done(&mut self, t: Ps, op: u32, phase: u8) -> Result<(), CoreError> {
+    /// Tell a fabric that fixes a round's messages together (the congestion
+    /// model) of every round, in order, before any message moves.
+    fn load_rounds(&self, fabric: &mut dyn Fabric, order: &[u32]) -> Result<(), CoreError> {
+        let (prog, m) = (self.prog, self.m);
+        let mut msgs = Vec::new();
+        let mut id = 0usize;
+        for k in 0..prog.n_rounds() {
+            let end = prog.round_ptr[k + 1] as u32;
+            msgs.clear();
+            while id < m.send.len() && m.send[id] < end {
+                let s = m.send[id] as usize;
+                msgs.push(RoundMessage {
+                    id: id as u32,
+                    src: order[prog.rank[s] as usize],
+                    dst: order[prog.peer[s] as usize],
+                    bytes: prog.nbytes[s],
+                });
+                id += 1;
+            }
+            fabric.round_loaded(k, &msgs)?;
+        }
+        Ok(())
+    }
+}
+
+impl OpStore for WholeProgram<'_> {
+    #[inline]
+    fn rank(&self, op: u64) -> u32 {
+        self.prog.rank[op as usize]
+    }
+    #[inline]
+    fn kind(&self, op: u64) -> u8 {
+        self.prog.kind[op as usize]
+    }
+    #[inline]
+    fn peer(&self, op: u64) -> u32 {
+        self.prog.peer[op as usize]
+    }
+    #[inline]
+    fn nbytes(&self, op: u64) -> u64 {
+        self.prog.nbytes[op as usize]
+    }
+    #[inline]
+    fn msg_of(&self, op: u64) -> u32 {
+        self.m.msg_of[op as usize]
+    }
+    #[inline]
+    fn msg(&self, id: u32) -> &MsgState {
+        &self.msgs[id as usize]
+    }
+    #[inline]
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState {
+        &mut self.msgs[id as usize]
+    }
+
+    fn complete(&mut self, _t: Ps, op: u64, released: &mut Vec<u64>) {
         let i = op as usize;
-        let r = self.prog.rank[i] as usize;
-        self.cpu[r].busy = false;
-        let msg = self.m.msg_of[i];
-        let eager = self.prog.nbytes[i] <= self.costs.eager_threshold;
-        match (self.prog.kind[i], phase) {
-            (SEND, 0) => {
-                self.send_post[msg as usize] = t;
-                let posted = self.recv_post[msg as usize] != NEVER;
-                if eager {
-                    if self.costs.small == Small::Eager || posted {
-                        self.inject_app(t, msg)?;
-                    }
-                    self.complete(t, op);
-                } else if posted {
-                    self.inject_app(t, msg)?;
-                }
+        for k in self.m.succ_ptr[i] as usize..self.m.succ_ptr[i + 1] as usize {
+            let s = self.m.succ_idx[k] as usize;
+            self.deps_left[s] -= 1;
+            if self.deps_left[s] == 0 && self.gate_open(s) {
+                released.push(s as u64);
             }
-            (RECV, 0) => {
-                self.recv_post[msg as usize] = t;
-                let waits = !eager || self.costs.small == Small::Detached;
-                if waits && self.send_post[msg as usize] != NEVER && !self.injected[msg as usize] {
-                    self.inject_app(t, msg)?;
-                }
-                if self.arrived[msg as usize] != NEVER {
-                    self.push_cpu(t, op, 1);
-                }
-            }
-            _ => self.complete(t, op),
         }
-        self.list_cpu(r);
-        Ok(())
+        let Some(g) = &mut self.gates else { return };
+        let seg = g.seg_of[i] as usize;
+        g.left[seg] -= 1;
+        if g.left[seg] == 0 && g.next[seg] != NONE {
+            let nx = g.next[seg] as usize;
+            g.open[nx] = true;
+            for s in g.seg_ptr[nx] as usize..g.seg_ptr[nx + 1] as usize {
+                if self.deps_left[s] == 0 {
+                    released.push(s as u64);
+                }
+            }
+        }
     }
 
-    fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
-        let n_app = self.m.send.len();
-        if id as usize >= n_app {
-            if self.done < self.prog.n_ops() {
-                let src = self.bg_src[id as usize - n_app];
-                let dst = self.random_peer(src);
-                self.bg_send(t, src, dst)?;
+    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
+        if eng.fabric.wants_rounds() {
+            self.load_rounds(&mut *eng.fabric, eng.order)?;
+        }
+        for i in 0..self.prog.n_ops() {
+            if self.deps_left[i] == 0 && self.gate_open(i) {
+                eng.release(0, i as u64, 0, self.prog.rank[i], self.prog.kind[i]);
             }
-            return Ok(());
-        }
-        let msg = id as usize;
-        self.arrived[msg] = t;
-        if self.costs.window > 0 {
-            let r = self.prog.rank[self.m.send[msg] as usize] as usize;
-            if let Some(next) = self.throttled[r].pop_front() {
-                self.put_on_wire(t, next)?;
-            } else {
-                self.in_flight[r] -= 1;
-            }
-        }
-        if self.trace {
-            self.out.msg_arrive[msg] = t;
-        }
-        let (s, rv) = (self.m.send[msg], self.m.recv[msg]);
-        if self.prog.nbytes[s as usize] > self.costs.eager_threshold {
-            self.complete(t, s);
-        }
-        if self.recv_post[msg] != NEVER {
-            self.push_cpu(t, rv, 1);
         }
         Ok(())
     }
 
-    fn start_background(&mut self) -> Result<(), CoreError> {
-        let Some(bg) = self.bg else { return Ok(()) };
-        if bg.endpoints.len() < 2 || bg.bytes == 0 {
-            return Ok(());
-        }
-        // One random permutation first (every endpoint receives from one
-        // peer, as in the paper's perturbation pattern), then random peers.
-        let mut eps = bg.endpoints.clone();
-        for k in (1..eps.len()).rev() {
-            self.rng = mix64(self.rng.wrapping_add(k as u64));
-            eps.swap(k, (self.rng % (k as u64 + 1)) as usize);
-        }
-        for k in 0..eps.len() {
-            self.bg_send(0, eps[k], eps[(k + 1) % eps.len()])?;
-        }
-        Ok(())
+    fn finished(&self, done: u64) -> bool {
+        done as usize == self.prog.n_ops()
     }
 
-    fn run(&mut self) -> Result<(), CoreError> {
-        let n = self.prog.n_ops();
-        for i in 0..n {
-            if self.deps_left[i] == 0 && self.gate_open(i as u32) {
-                self.push_cpu(0, i as u32, 0);
-            }
-        }
-        self.start_background()?;
-        let mut arrived = Vec::new();
-        while self.done < n {
-            if let Some((t, op, phase)) = self.now.pop_front() {
-                self.on_cpu_done(t, op, phase)?;
-                continue;
-            }
-            let t_ev = self.events.next();
-            let t_fab = self.fabric.next_arrival();
-            let t_next = match (t_ev, t_fab) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            if !self.choosing.is_empty() && t_next.is_none_or(|t| t > self.clock) {
-                // the instant is handled: every release of it is known
-                self.choose();
-                continue;
-            }
-            self.out.events += 1;
-            // Arrivals go first at equal times: a receive completes before
-            // the CPU work that finishes at the same instant looks at it.
-            let fabric_first = match (t_ev, t_fab) {
-                (Some(te), Some(tf)) => tf <= te,
-                (None, Some(_)) => true,
-                _ => false,
-            };
-            if fabric_first {
-                arrived.clear();
-                self.fabric
-                    .advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
-                for &(t, id) in &arrived {
-                    self.clock = t;
-                    self.on_arrival(t, id)?;
-                }
-            } else if let Some((t, (op, phase))) = self.events.pop() {
-                self.clock = t;
-                self.on_cpu_done(t, op, phase)?;
-            } else {
-                return Err(CoreError::InvalidArgument(format!(
-                    "simulate: {} of {} ops can never start (a receive waits for a send that \
-                     waits for it: rendezvous deadlock)",
-                    n - self.done,
-                    n
-                )));
-            }
-        }
-        Ok(())
+    fn n_ops(&self) -> u64 {
+        self.prog.n_ops() as u64
+    }
+
+    fn n_messages(&self) -> u64 {
+        self.msgs.len() as u64
     }
 }
 
@@ -614,76 +247,20 @@ pub fn simulate(
             prog.n_ranks
         )));
     }
-    let n = prog.n_ops();
-    let n_msg = m.send.len();
-    let deps_left = (0..n).map(|i| prog.deps(i).len() as u32).collect();
-    let mut out = Outcome {
-        rank_done: vec![0; prog.n_ranks as usize],
-        ..Default::default()
-    };
-    if trace {
-        out.op_start = vec![0; n];
-        out.op_end = vec![0; n];
-        out.msg_inject = vec![0; n_msg];
-        out.msg_arrive = vec![0; n_msg];
-    }
-    let mut sim = Sim {
-        prog,
-        m,
+    let store = WholeProgram::new(prog, m, sync)?;
+    let setup = Setup {
+        n_ranks: prog.n_ranks,
         order,
         costs,
         fabric,
         routes,
         os,
-        deps_left,
-        gates: Gates::new(prog, sync),
-        cpu: (0..prog.n_ranks)
-            .map(|_| Cpu {
-                busy: false,
-                listed: false,
-                first: None,
-                queue: BinaryHeap::new(),
-            })
-            .collect(),
-        events: TimeQueue::default(),
-        now: VecDeque::new(),
-        clock: 0,
-        choosing: Vec::new(),
-        send_post: vec![NEVER; n_msg],
-        recv_post: vec![NEVER; n_msg],
-        arrived: vec![NEVER; n_msg],
-        injected: vec![false; n_msg],
-        in_flight: vec![
-            0;
-            if costs.window > 0 {
-                prog.n_ranks as usize
-            } else {
-                0
-            }
-        ],
-        throttled: vec![
-            VecDeque::new();
-            if costs.window > 0 {
-                prog.n_ranks as usize
-            } else {
-                0
-            }
-        ],
-        done: 0,
-        links: Vec::with_capacity(64),
-        weights: Vec::with_capacity(64),
-        bg,
-        bg_src: Vec::new(),
-        rng: bg.map_or(0, |b| mix64(b.seed)),
-        out,
+        background: bg,
         trace,
     };
-    sim.run()?;
-    let mut out = std::mem::take(&mut sim.out);
-    out.time = out.rank_done.iter().copied().max().unwrap_or(0);
-    out.link_bytes = sim.fabric.link_bytes().to_vec();
-    out.os_stolen = sim.os.stolen;
-    Ok(out)
+    let mut core = Core::new(store, setup);
+    core.run()?;
+    Ok(core.outcome())
 }
 
 #[cfg(test)]
@@ -693,6 +270,7 @@ pub(crate) mod tests {
     use crate::engine::loggops::{LogGopsNic, Reservation};
     use crate::engine::noise::Detours;
     use crate::engine::program::tests::ring_round;
+    use crate::engine::program::{RECV, REDUCE, SEND};
 
     /// A crossbar: endpoint e reaches the switch on link e and is reached on link n + e.
     pub struct Crossbar(pub u32);

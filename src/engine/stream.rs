@@ -1,10 +1,10 @@
-//! The streamed event loop (issue 18 item 4): the op program read round by
-//! round from a [`ChunkSource`], with memory bounded by the ops and
-//! messages in flight instead of the whole program.
-//!
-//! Semantics are those of [`super::run`] (its module note), and results are
-//! bit for bit the same: the same events in the same order, the same CPU
-//! choices, the same message ids (numbered in send order) for the fabrics.
+//! The streamed op store (issue 18 item 4): the op program read round by
+//! round from a [`ChunkSource`] into a window, with memory bounded by the
+//! ops and messages in flight instead of the whole program. The loop is
+//! [`super::core`]'s, the one the whole program runs on (its module note
+//! has the semantics), so results are bit for bit the same: the same
+//! events in the same order, the same CPU choices, the same message ids
+//! (numbered in send order) for the fabrics.
 //!
 //! *Window.* Ops live in a window of ids `lo..hi`. A chunk (one round, every
 //! rank) is pulled when an op of the last loaded chunk is released (its
@@ -20,9 +20,9 @@
 //!
 //! *Exactness.* Pulled late, an op might have been released earlier in the
 //! whole-program run, and its CPU might have chosen other work meanwhile.
-//! At load the loop computes each released op's release time (its
-//! dependencies' completion times and its gate's opening) and refuses to
-//! go on ([`Streamed::Late`]) where the whole-program run could have
+//! At load the store computes each released op's release time (its
+//! dependencies' completion times and its gate's opening) and stops the
+//! run ([`Streamed::Late`]) where the whole-program run could have
 //! differed: its rank's CPU is idle (after time 0) or chose work at or after
 //! that release time, or a dependency already retired leaves the release
 //! time unknown. The caller then runs the whole program. Under
@@ -32,17 +32,18 @@
 //! early ops (e.g. the shift all-to-all's staging copy) releases all of them
 //! at once: everything is in flight, so the window holds everything.
 //!
-//! Not streamed (the caller runs the whole program): traces (per-op
-//! arrays) and background traffic of the event-driven models (its message
-//! ids follow the application's total count).
+//! Traces and background traffic are the loop's, as for the whole program
+//! (a trace's per-op arrays grow as ops are loaded).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
-use super::fabric::{ceil_ps, Fabric, Message, Ps, RoundMessage, TimeQueue};
+use super::core::{
+    Background, Core, Costs, Engine, MsgState, OpStore, Outcome, Routes, Setup, Sync, BG_BASE,
+    NEVER,
+};
+use super::fabric::{Fabric, Ps, RoundMessage};
 use super::noise::OsNoise;
 use super::program::{COPY, NONE, RECV, REDUCE, SEND};
-use super::run::{Costs, Outcome, Routes, Small, Sync};
 use crate::error::CoreError;
 
 /// One round of the op program, every rank (docs/ir.md's columns that timing
@@ -90,38 +91,7 @@ pub enum Streamed {
     Late(String),
 }
 
-const NEVER: Ps = Ps::MAX;
 const NO: u64 = u64::MAX;
-
-type Work = (Ps, u8, u64, u8);
-
-struct Cpu {
-    busy: bool,
-    listed: bool,
-    first: Option<Work>,
-    queue: BinaryHeap<Reverse<Work>>,
-    /// When this CPU last started work.
-    last_choice: Ps,
-}
-
-impl Cpu {
-    fn push(&mut self, w: Work) {
-        match self.first {
-            None if self.queue.is_empty() => self.first = Some(w),
-            Some(f) if w < f => {
-                self.queue.push(Reverse(f));
-                self.first = Some(w);
-            }
-            _ => self.queue.push(Reverse(w)),
-        }
-    }
-
-    fn pop(&mut self) -> Option<Work> {
-        self.first
-            .take()
-            .or_else(|| self.queue.pop().map(|Reverse(w)| w))
-    }
-}
 
 /// One op of the window (its fields together: one cache line per op).
 #[derive(Clone, Copy)]
@@ -155,24 +125,11 @@ impl Ops {
     }
 }
 
-/// One message of the window.
-#[derive(Clone, Copy)]
-struct Msg {
-    send: u64,
-    recv: u64,
-    send_post: Ps,
-    recv_post: Ps,
-    arrived: Ps,
-    injected: bool,
-    /// Completed ops of the message (2: retire).
-    closed: u8,
-}
-
 /// Per-message state of the window `lo..lo + len` of message ids.
 #[derive(Default)]
 struct Msgs {
     lo: u64,
-    v: VecDeque<Msg>,
+    v: VecDeque<MsgState>,
 }
 
 /// Round gates: segments (one rank's ops of one round, or one round) in a
@@ -202,15 +159,11 @@ struct Pending {
     recvs: VecDeque<u64>,
 }
 
-struct Sim<'a> {
+/// The streamed window as an [`OpStore`].
+pub struct Window<'a> {
     n_ranks: u32,
     source: &'a mut dyn ChunkSource,
-    order: &'a [u32],
-    costs: &'a Costs,
     sync: Sync,
-    fabric: &'a mut dyn Fabric,
-    routes: &'a mut dyn Routes,
-    os: &'a mut OsNoise,
     ops: Ops,
     msgs: Msgs,
     segs: Segs,
@@ -223,96 +176,49 @@ struct Sim<'a> {
     last_first: u64,
     want_pull: bool,
     exhausted: bool,
-    started: bool,
     late: Option<String>,
-    cpu: Vec<Cpu>,
-    events: TimeQueue<(u64, u8)>,
-    now: VecDeque<(Ps, u64, u8)>,
-    clock: Ps,
-    choosing: Vec<u32>,
-    in_flight: Vec<u32>,
-    throttled: Vec<VecDeque<u32>>,
-    done: u64,
-    links: Vec<u32>,
-    weights: Vec<f64>,
     round_msgs: Vec<RoundMessage>,
-    out: Outcome,
     stats: StreamStats,
 }
 
-impl Sim<'_> {
+impl<'a> Window<'a> {
+    pub fn new(n_ranks: u32, source: &'a mut dyn ChunkSource, sync: Sync) -> Self {
+        let p = n_ranks as usize;
+        let keys = if sync == Sync::Rounds { p } else { 1 };
+        Window {
+            n_ranks,
+            source,
+            sync,
+            ops: Ops::default(),
+            msgs: Msgs::default(),
+            segs: Segs {
+                last: vec![NO; keys],
+                closed_at: vec![NEVER; keys],
+                ..Default::default()
+            },
+            edges: Vec::new(),
+            free_edges: Vec::new(),
+            channels: HashMap::new(),
+            retired_end: vec![0; p],
+            next_msg: 0,
+            chunk_no: 0,
+            last_first: 0,
+            want_pull: false,
+            exhausted: false,
+            late: None,
+            round_msgs: Vec::new(),
+            stats: StreamStats::default(),
+        }
+    }
+
+    #[inline]
     fn o(&self, op: u64) -> usize {
         (op - self.ops.lo) as usize
     }
 
+    #[inline]
     fn mi(&self, msg: u32) -> usize {
         (msg as u64 - self.msgs.lo) as usize
-    }
-
-    fn cpu_work(&self, op: u64, phase: u8) -> Ps {
-        let i = self.o(op);
-        let bytes = self.ops.v[i].nbytes as f64;
-        let c = self.costs;
-        if phase == 1 {
-            return c.o_recv;
-        }
-        match self.ops.v[i].kind {
-            SEND => c.o_send + ceil_ps(bytes * c.o_per_byte),
-            REDUCE => ceil_ps(bytes * c.gamma),
-            COPY => ceil_ps(bytes * c.copy),
-            _ => 0,
-        }
-    }
-
-    fn class(&self, op: u64, phase: u8) -> u8 {
-        match (self.ops.v[self.o(op)].kind, phase) {
-            (SEND | RECV, _) | (_, 1) => 0,
-            _ => 1,
-        }
-    }
-
-    fn push_cpu(&mut self, t: Ps, op: u64, phase: u8) {
-        let r = self.ops.v[self.o(op)].rank as usize;
-        let class = self.class(op, phase);
-        self.cpu[r].push((t, class, op, phase));
-        self.list_cpu(r);
-        if phase == 0 && op >= self.last_first {
-            self.want_pull = true;
-        }
-    }
-
-    fn list_cpu(&mut self, r: usize) {
-        if !self.cpu[r].busy && !self.cpu[r].listed {
-            self.cpu[r].listed = true;
-            self.choosing.push(r as u32);
-        }
-    }
-
-    fn choose(&mut self) {
-        let mut listed = std::mem::take(&mut self.choosing);
-        for &r in &listed {
-            let r = r as usize;
-            self.cpu[r].listed = false;
-            if self.cpu[r].busy {
-                continue;
-            }
-            if let Some((ready, _, op, phase)) = self.cpu[r].pop() {
-                self.cpu[r].last_choice = self.clock;
-                self.run_cpu(r, self.clock.max(ready), op, phase);
-            }
-        }
-        listed.clear();
-        self.choosing = listed;
-    }
-
-    fn run_cpu(&mut self, r: usize, start: Ps, op: u64, phase: u8) {
-        let end = self.os.run(r, start, self.cpu_work(op, phase));
-        self.cpu[r].busy = true;
-        if end == start {
-            self.now.push_back((end, op, phase));
-        } else {
-            self.events.push(end, (op, phase));
-        }
     }
 
     fn seg_open(&self, op: u64) -> bool {
@@ -320,161 +226,13 @@ impl Sim<'_> {
         s == NO || self.segs.open[(s - self.segs.lo) as usize]
     }
 
-    fn complete(&mut self, t: Ps, op: u64) {
-        let i = self.o(op);
-        self.ops.v[i].end = t;
-        let r = self.ops.v[i].rank as usize;
-        self.out.rank_done[r] = self.out.rank_done[r].max(t);
-        self.done += 1;
-        let msg = self.ops.v[i].msg;
-        if msg != NONE {
-            let m = self.mi(msg);
-            self.msgs.v[m].closed += 1;
+    /// `op` of the window is released (its dependencies done, its gate
+    /// open): the next round is wanted once an op of the last one is.
+    fn released(&mut self, op: u64, released: &mut Vec<u64>) {
+        released.push(op);
+        if op >= self.last_first {
+            self.want_pull = true;
         }
-        let mut e = std::mem::replace(&mut self.ops.v[i].succ, NONE);
-        while e != NONE {
-            let (s, next) = self.edges[e as usize];
-            self.free_edges.push(e);
-            e = next;
-            let si = self.o(s);
-            self.ops.v[si].deps_left -= 1;
-            if self.ops.v[si].deps_left == 0 && self.seg_open(s) {
-                self.push_cpu(t, s, 0);
-            }
-        }
-        let seg = self.ops.v[i].seg;
-        if seg == NO {
-            return;
-        }
-        let g = (seg - self.segs.lo) as usize;
-        self.segs.left[g] -= 1;
-        if self.segs.left[g] > 0 {
-            return;
-        }
-        let key = self.segs.key[g] as usize;
-        if self.segs.last[key] == seg {
-            self.segs.closed_at[key] = t;
-        }
-        let nx = self.segs.next[g];
-        if nx != NO {
-            let n = (nx - self.segs.lo) as usize;
-            self.segs.open[n] = true;
-            self.segs.opened[n] = t;
-            for s in self.segs.first[n]..self.segs.end[n] {
-                if self.ops.v[self.o(s)].deps_left == 0 {
-                    self.push_cpu(t, s, 0);
-                }
-            }
-        }
-    }
-
-    fn inject(&mut self, t: Ps, id: u32, src: u32, dst: u32, bytes: u64) -> Result<(), CoreError> {
-        self.links.clear();
-        self.weights.clear();
-        if src != dst {
-            self.routes
-                .route(src, dst, &mut self.links, &mut self.weights)?;
-        }
-        self.fabric.inject(
-            t,
-            &Message {
-                id,
-                src,
-                dst,
-                bytes,
-                links: &self.links,
-                weights: &self.weights,
-            },
-        );
-        Ok(())
-    }
-
-    fn inject_app(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
-        let m = self.mi(msg);
-        self.msgs.v[m].injected = true;
-        let r = self.ops.v[self.o(self.msgs.v[m].send)].rank as usize;
-        if self.costs.window > 0 {
-            if self.in_flight[r] >= self.costs.window {
-                self.throttled[r].push_back(msg);
-                return Ok(());
-            }
-            self.in_flight[r] += 1;
-        }
-        self.put_on_wire(t, msg)
-    }
-
-    fn put_on_wire(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
-        let s = self.o(self.msgs.v[self.mi(msg)].send);
-        self.out.app_messages += 1;
-        let (src, dst) = (
-            self.order[self.ops.v[s].rank as usize],
-            self.order[self.ops.v[s].peer as usize],
-        );
-        self.inject(t, msg, src, dst, self.ops.v[s].nbytes)
-    }
-
-    fn on_cpu_done(&mut self, t: Ps, op: u64, phase: u8) -> Result<(), CoreError> {
-        let i = self.o(op);
-        let r = self.ops.v[i].rank as usize;
-        self.cpu[r].busy = false;
-        let msg = self.ops.v[i].msg;
-        let eager = self.ops.v[i].nbytes <= self.costs.eager_threshold;
-        match (self.ops.v[i].kind, phase) {
-            (SEND, 0) => {
-                let m = self.mi(msg);
-                self.msgs.v[m].send_post = t;
-                let posted = self.msgs.v[m].recv_post != NEVER;
-                if eager {
-                    if self.costs.small == Small::Eager || posted {
-                        self.inject_app(t, msg)?;
-                    }
-                    self.complete(t, op);
-                } else if posted {
-                    self.inject_app(t, msg)?;
-                }
-            }
-            (RECV, 0) => {
-                if msg == NONE {
-                    // its send is not loaded yet: posted, nothing arrived
-                    self.ops.v[i].rpost = t;
-                } else {
-                    let m = self.mi(msg);
-                    self.msgs.v[m].recv_post = t;
-                    let waits = !eager || self.costs.small == Small::Detached;
-                    if waits && self.msgs.v[m].send_post != NEVER && !self.msgs.v[m].injected {
-                        self.inject_app(t, msg)?;
-                    }
-                    if self.msgs.v[m].arrived != NEVER {
-                        self.push_cpu(t, op, 1);
-                    }
-                }
-            }
-            _ => self.complete(t, op),
-        }
-        self.list_cpu(r);
-        Ok(())
-    }
-
-    fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
-        let m = self.mi(id);
-        self.msgs.v[m].arrived = t;
-        let s = self.msgs.v[m].send;
-        if self.costs.window > 0 {
-            let r = self.ops.v[self.o(s)].rank as usize;
-            if let Some(next) = self.throttled[r].pop_front() {
-                self.put_on_wire(t, next)?;
-            } else {
-                self.in_flight[r] -= 1;
-            }
-        }
-        if self.ops.v[self.o(s)].nbytes > self.costs.eager_threshold {
-            self.complete(t, s);
-        }
-        if self.msgs.v[m].recv_post != NEVER {
-            let rv = self.msgs.v[m].recv;
-            self.push_cpu(t, rv, 1);
-        }
-        Ok(())
     }
 
     /// Drop the completed prefixes of the op, message and segment windows.
@@ -513,14 +271,14 @@ impl Sim<'_> {
         }
     }
 
-    fn late(&mut self, why: String) {
+    fn stop_late(&mut self, why: String) {
         if self.late.is_none() {
             self.late = Some(why);
         }
     }
 
     /// Load the next round; `exhausted` at the end of the program.
-    fn pull(&mut self) -> Result<(), CoreError> {
+    fn pull(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
         self.want_pull = false;
         if self.exhausted {
             return Ok(());
@@ -572,27 +330,19 @@ impl Sim<'_> {
                         ));
                     }
                     if k == SEND {
-                        if self.next_msg > u32::MAX as u64 {
+                        if self.next_msg >= BG_BASE as u64 {
                             return Err(CoreError::InvalidArgument(
-                                "simulate: over 2^32 messages; shorten the run".into(),
+                                "simulate: over 2^31 messages; shorten the run".into(),
                             ));
                         }
                         msg = self.next_msg as u32;
                         self.next_msg += 1;
                         sends.push(((r, peer, ch.tag[j]), msg));
-                        self.msgs.v.push_back(Msg {
-                            send: id,
-                            recv: NO,
-                            send_post: NEVER,
-                            recv_post: NEVER,
-                            arrived: NEVER,
-                            injected: false,
-                            closed: 0,
-                        });
+                        self.msgs.v.push_back(MsgState::new(id, NO));
                         self.round_msgs.push(RoundMessage {
                             id: msg,
-                            src: self.order[r as usize],
-                            dst: self.order[peer as usize],
+                            src: eng.order[r as usize],
+                            dst: eng.order[peer as usize],
                             bytes: ch.nbytes[j],
                         });
                     } else {
@@ -633,7 +383,7 @@ impl Sim<'_> {
             });
         }
         self.match_round(sends, recvs)?;
-        self.fabric.round_loaded(self.chunk_no, &self.round_msgs)?;
+        eng.fabric.round_loaded(self.chunk_no, &self.round_msgs)?;
         // dependencies; release what is ready
         for j in 0..n {
             let id = first + j as u64;
@@ -686,18 +436,19 @@ impl Sim<'_> {
                 ready = ready.max(self.seg_open_time(seg));
             }
             if retired && ready < self.retired_end[r as usize] {
-                self.late(format!(
+                self.stop_late(format!(
                     "op {id} of rank {r} depends on a retired op whose completion time is gone"
                 ));
             }
-            let cpu = &self.cpu[r as usize];
-            if self.started && (!cpu.busy || cpu.last_choice >= ready) {
-                self.late(format!(
+            let cpu = &eng.cpu[r as usize];
+            if eng.started && (!cpu.busy || cpu.last_choice >= ready) {
+                self.stop_late(format!(
                     "op {id} of rank {r} released at {ready} ps, loaded at {} ps",
-                    self.clock
+                    eng.clock
                 ));
             }
-            self.push_cpu(ready, id, 0);
+            eng.release(ready, id, 0, r, ch.kind[j]);
+            self.want_pull = true;
         }
         self.chunk_no += 1;
         self.stats.chunks += 1;
@@ -808,77 +559,133 @@ impl Sim<'_> {
         Ok(())
     }
 
-    fn run(&mut self) -> Result<(), CoreError> {
-        self.pull()?;
-        while self.want_pull && !self.exhausted && self.late.is_none() {
-            self.pull()?;
+}
+
+impl OpStore for Window<'_> {
+    #[inline]
+    fn rank(&self, op: u64) -> u32 {
+        self.ops.v[self.o(op)].rank
+    }
+    #[inline]
+    fn kind(&self, op: u64) -> u8 {
+        self.ops.v[self.o(op)].kind
+    }
+    #[inline]
+    fn peer(&self, op: u64) -> u32 {
+        self.ops.v[self.o(op)].peer
+    }
+    #[inline]
+    fn nbytes(&self, op: u64) -> u64 {
+        self.ops.v[self.o(op)].nbytes
+    }
+    #[inline]
+    fn msg_of(&self, op: u64) -> u32 {
+        self.ops.v[self.o(op)].msg
+    }
+    #[inline]
+    fn msg(&self, id: u32) -> &MsgState {
+        &self.msgs.v[self.mi(id)]
+    }
+    #[inline]
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState {
+        let m = self.mi(id);
+        &mut self.msgs.v[m]
+    }
+
+    fn post_unmatched(&mut self, op: u64, t: Ps) {
+        let i = self.o(op);
+        self.ops.v[i].rpost = t;
+    }
+
+    fn complete(&mut self, t: Ps, op: u64, released: &mut Vec<u64>) {
+        let i = self.o(op);
+        self.ops.v[i].end = t;
+        let msg = self.ops.v[i].msg;
+        if msg != NONE {
+            let m = self.mi(msg);
+            self.msgs.v[m].closed += 1;
         }
-        let mut arrived = Vec::new();
-        loop {
-            if let Some(why) = self.late.take() {
-                self.late = Some(why);
-                return Ok(());
+        let mut e = std::mem::replace(&mut self.ops.v[i].succ, NONE);
+        while e != NONE {
+            let (s, next) = self.edges[e as usize];
+            self.free_edges.push(e);
+            e = next;
+            let si = self.o(s);
+            self.ops.v[si].deps_left -= 1;
+            if self.ops.v[si].deps_left == 0 && self.seg_open(s) {
+                self.released(s, released);
             }
-            if self.exhausted && self.done == self.ops.hi() {
-                return Ok(());
-            }
-            if self.want_pull {
-                self.pull()?;
-                continue;
-            }
-            if let Some((t, op, phase)) = self.now.pop_front() {
-                self.on_cpu_done(t, op, phase)?;
-                continue;
-            }
-            let t_ev = self.events.next();
-            let t_fab = self.fabric.next_arrival();
-            let t_next = match (t_ev, t_fab) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            if !self.choosing.is_empty() && t_next.is_none_or(|t| t > self.clock) {
-                self.started = true;
-                self.choose();
-                continue;
-            }
-            if t_next.is_none() && !self.exhausted {
-                // the frontier needs the next round
-                self.pull()?;
-                continue;
-            }
-            self.out.events += 1;
-            let fabric_first = match (t_ev, t_fab) {
-                (Some(te), Some(tf)) => tf <= te,
-                (None, Some(_)) => true,
-                _ => false,
-            };
-            if fabric_first {
-                arrived.clear();
-                self.fabric
-                    .advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
-                for &(t, id) in &arrived {
-                    self.clock = t;
-                    self.on_arrival(t, id)?;
+        }
+        let seg = self.ops.v[i].seg;
+        if seg == NO {
+            return;
+        }
+        let g = (seg - self.segs.lo) as usize;
+        self.segs.left[g] -= 1;
+        if self.segs.left[g] > 0 {
+            return;
+        }
+        let key = self.segs.key[g] as usize;
+        if self.segs.last[key] == seg {
+            self.segs.closed_at[key] = t;
+        }
+        let nx = self.segs.next[g];
+        if nx != NO {
+            let n = (nx - self.segs.lo) as usize;
+            self.segs.open[n] = true;
+            self.segs.opened[n] = t;
+            for s in self.segs.first[n]..self.segs.end[n] {
+                if self.ops.v[self.o(s)].deps_left == 0 {
+                    self.released(s, released);
                 }
-            } else if let Some((t, (op, phase))) = self.events.pop() {
-                self.clock = t;
-                self.on_cpu_done(t, op, phase)?;
-            } else {
-                let n = self.ops.hi();
-                return Err(CoreError::InvalidArgument(format!(
-                    "simulate: {} of {} ops can never start (a receive waits for a send that \
-                     waits for it: rendezvous deadlock)",
-                    n - self.done,
-                    n
-                )));
             }
         }
+    }
+
+    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
+        self.pull(eng)?;
+        while self.want_pull && !self.exhausted && self.late.is_none() {
+            self.pull(eng)?;
+        }
+        Ok(())
+    }
+
+    fn pull_wanted(&mut self, eng: &mut Engine) -> Result<bool, CoreError> {
+        if !self.want_pull {
+            return Ok(false);
+        }
+        self.pull(eng)?;
+        Ok(true)
+    }
+
+    fn pull_idle(&mut self, eng: &mut Engine) -> Result<bool, CoreError> {
+        if self.exhausted {
+            return Ok(false);
+        }
+        self.pull(eng)?;
+        Ok(true)
+    }
+
+    fn finished(&self, done: u64) -> bool {
+        self.exhausted && done == self.ops.hi()
+    }
+
+    fn n_ops(&self) -> u64 {
+        self.ops.hi()
+    }
+
+    fn n_messages(&self) -> u64 {
+        self.next_msg
+    }
+
+    fn late(&self) -> Option<&str> {
+        self.late.as_deref()
     }
 }
 
 /// Simulate the program `source` streams, with ranks on endpoints `order`
 /// (the module note): the outcome of [`super::run::simulate`] on the whole
-/// program, without per-op traces, or [`Streamed::Late`].
+/// program, or [`Streamed::Late`].
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_streamed(
     n_ranks: u32,
@@ -889,6 +696,8 @@ pub fn simulate_streamed(
     fabric: &mut dyn Fabric,
     routes: &mut dyn Routes,
     os: &mut OsNoise,
+    bg: Option<&Background>,
+    trace: bool,
 ) -> Result<Streamed, CoreError> {
     if order.len() != n_ranks as usize {
         return Err(CoreError::InvalidArgument(format!(
@@ -896,70 +705,23 @@ pub fn simulate_streamed(
             order.len()
         )));
     }
-    let p = n_ranks as usize;
-    let keys = if sync == Sync::Rounds { p } else { 1 };
-    let windowed = if costs.window > 0 { p } else { 0 };
-    let mut sim = Sim {
+    let setup = Setup {
         n_ranks,
-        source,
         order,
         costs,
-        sync,
         fabric,
         routes,
         os,
-        ops: Ops::default(),
-        msgs: Msgs::default(),
-        segs: Segs {
-            last: vec![NO; keys],
-            closed_at: vec![NEVER; keys],
-            ..Default::default()
-        },
-        edges: Vec::new(),
-        free_edges: Vec::new(),
-        channels: HashMap::new(),
-        retired_end: vec![0; p],
-        next_msg: 0,
-        chunk_no: 0,
-        last_first: 0,
-        want_pull: false,
-        exhausted: false,
-        started: false,
-        late: None,
-        cpu: (0..p)
-            .map(|_| Cpu {
-                busy: false,
-                listed: false,
-                first: None,
-                queue: BinaryHeap::new(),
-                last_choice: 0,
-            })
-            .collect(),
-        events: TimeQueue::default(),
-        now: VecDeque::new(),
-        clock: 0,
-        choosing: Vec::new(),
-        in_flight: vec![0; windowed],
-        throttled: vec![VecDeque::new(); windowed],
-        done: 0,
-        links: Vec::with_capacity(64),
-        weights: Vec::with_capacity(64),
-        round_msgs: Vec::new(),
-        out: Outcome {
-            rank_done: vec![0; p],
-            ..Default::default()
-        },
-        stats: StreamStats::default(),
+        background: bg,
+        trace,
     };
-    sim.run()?;
-    if let Some(why) = sim.late.take() {
+    let mut core = Core::new(Window::new(n_ranks, source, sync), setup);
+    core.run()?;
+    if let Some(why) = core.store.late.take() {
         return Ok(Streamed::Late(why));
     }
-    let mut out = std::mem::take(&mut sim.out);
-    out.time = out.rank_done.iter().copied().max().unwrap_or(0);
-    out.link_bytes = sim.fabric.link_bytes().to_vec();
-    out.os_stolen = sim.os.stolen;
-    Ok(Streamed::Done(out, std::mem::take(&mut sim.stats)))
+    let out = core.outcome();
+    Ok(Streamed::Done(out, std::mem::take(&mut core.store.stats)))
 }
 
 #[cfg(test)]
@@ -969,6 +731,7 @@ mod tests {
     use crate::engine::loggops::{LogGopsNic, Reservation};
     use crate::engine::noise::Detours;
     use crate::engine::program::Program;
+    use crate::engine::core::Small;
     use crate::engine::run::{simulate, tests::Crossbar};
 
     /// The rounds of a whole program, one chunk each.
@@ -1117,6 +880,8 @@ mod tests {
                 &mut fabric(7),
                 &mut Crossbar(7),
                 &mut os,
+                None,
+                false,
             )
             .unwrap();
             let case = format!("{bytes} B, window {window}, {sync:?}, open channel {open}");
@@ -1164,6 +929,8 @@ mod tests {
             &mut fabric(3),
             &mut Crossbar(3),
             &mut os,
+            None,
+            false,
         )
         .unwrap_err()
         .to_string();

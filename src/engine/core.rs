@@ -1,0 +1,712 @@
+//! The event loop, written once: one op program, one fabric, one clock.
+//!
+//! [`Core`] holds every rule of the simulation — the CPU of each rank, the
+//! eager / rendezvous / detached protocol, the injection window, arrivals,
+//! background traffic, tracing and the main loop — and is generic
+//! (monomorphised) over an [`OpStore`], which holds the ops and messages
+//! and decides when an op is released. Two stores:
+//! - [`super::run::WholeProgram`]: the whole program in memory, compiled
+//!   once and run many times (noise sweeps, the tuner);
+//! - [`super::stream::Window`]: the program pulled round by round into a
+//!   window of ops, memory bounded by what is in flight.
+//!
+//! Both see the same events in the same order, so their results are bit
+//! for bit the same (the streamed store refuses, [`OpStore::late`], where
+//! it cannot guarantee that).
+//!
+//! Semantics (LogGOPSim's, on the IR's exact dependencies):
+//! - an op is *released* when every op it depends on has completed and, under
+//!   [`Sync::Rounds`] / [`Sync::Barrier`], when its rank's (every rank's)
+//!   earlier rounds have completed (the store's rule);
+//! - each rank has one CPU that runs released work, without preemption, in
+//!   (release time, communication before computation, op id) order: a send
+//!   costs `o_send + O·bytes`, a reduction `γ·bytes`, a copy `copy·bytes`,
+//!   posting a receive nothing, and completing a receive `o_recv`; OS-noise
+//!   detours stretch that work ([`super::noise`]). The CPU chooses only once
+//!   every event of the current instant has been handled, so work released
+//!   at the same instant is ordered by that rule, not by which event came
+//!   first. Communication first is LogGOPSim's rule (it sorts the ops that
+//!   become executable by type: sends, receives, then local computation) and
+//!   a non-blocking program's: post the next transfers, then compute while
+//!   the NIC moves them (e.g. shift-based compositing, Cavin & Demengeon
+//!   2012 §3.2: a node "composes the pixels received during previous stage
+//!   s − 1 while it does the send and receive operations");
+//! - a posted send of at most `eager_threshold` bytes completes at once (the
+//!   data is buffered) and, under [`Small::Eager`], enters the network at
+//!   once; under [`Small::Detached`] (SimGrid's detached sends, SMPI's
+//!   default below `smpi/send-is-detached-thresh`) it enters the network
+//!   only once its receive is posted too. A larger send waits for its
+//!   receive to be posted (rendezvous) and completes when it has arrived;
+//! - a receive completes, after `o_recv` of CPU, once it is posted and its
+//!   message has arrived.
+//!
+//! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]);
+//! time is integer ps. Nothing is global: a simulation is a [`Core`] value,
+//! so many can run at once.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::fabric::{ceil_ps, Fabric, Message, Ps, TimeQueue};
+use super::noise::OsNoise;
+use super::program::{COPY, NONE, RECV, REDUCE, SEND};
+use crate::error::CoreError;
+use crate::routing::graph::mix64;
+
+/// What, besides dependencies, holds an op back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sync {
+    /// Dependencies only: an op starts as soon as its data allows (the
+    /// executor's semantics; `mpi/executor.py`).
+    Deps,
+    /// A rank starts round `k + 1` once its own ops of round `k` completed
+    /// (blocking `MPI_Sendrecv` per round, as MPI libraries run these).
+    Rounds,
+    /// Round `k + 1` starts once every rank's round `k` completed (the
+    /// α-β-γ model's synchronous rounds).
+    Barrier,
+}
+
+/// What happens to a send of at most the eager threshold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Small {
+    /// Its data enters the network when the send is posted (MPI eager).
+    #[default]
+    Eager,
+    /// The send completes when posted, but the data moves only once the
+    /// receive is posted too (SimGrid's detached communications).
+    Detached,
+}
+
+/// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
+#[derive(Clone, Debug)]
+pub struct Costs {
+    pub o_send: Ps,
+    pub o_recv: Ps,
+    /// `O`: sender CPU per byte.
+    pub o_per_byte: f64,
+    /// `γ`: per byte reduced.
+    pub gamma: f64,
+    /// Per byte copied locally.
+    pub copy: f64,
+    /// `S`: largest eager message, bytes.
+    pub eager_threshold: u64,
+    /// Eager or detached sends up to `eager_threshold`.
+    pub small: Small,
+    /// At most this many messages of one rank in the network at once, 0 =
+    /// no limit (throttling: the all-to-all paper's §3 on BG/L injection);
+    /// further sends wait, in posting order.
+    pub window: u32,
+}
+
+/// Network noise for the event-driven models (network-noise paper §2): every
+/// endpoint of `endpoints` streams `bytes`-byte messages to random peers of
+/// the set, back to back, until the application finishes.
+#[derive(Clone, Debug)]
+pub struct Background {
+    pub endpoints: Vec<u32>,
+    pub bytes: u64,
+    pub seed: u64,
+}
+
+/// A source of static routes between endpoints.
+pub trait Routes {
+    fn route(
+        &mut self,
+        src: u32,
+        dst: u32,
+        links: &mut Vec<u32>,
+        weights: &mut Vec<f64>,
+    ) -> Result<(), CoreError>;
+}
+
+/// Everything a run reports; per-op and per-message times only with `trace`.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub time: Ps,
+    pub rank_done: Vec<Ps>,
+    /// CPU start of each op (a receive: when it was posted).
+    pub op_start: Vec<Ps>,
+    pub op_end: Vec<Ps>,
+    pub msg_inject: Vec<Ps>,
+    pub msg_arrive: Vec<Ps>,
+    pub link_bytes: Vec<f64>,
+    pub app_messages: u64,
+    pub bg_messages: u64,
+    pub events: u64,
+    pub os_stolen: Ps,
+}
+
+/// A time that has not come (yet).
+pub const NEVER: Ps = Ps::MAX;
+
+/// Application messages are numbered from 0 in send order; background
+/// messages from here, so that the two never collide whatever the
+/// program's length (a streamed program's is unknown until its end) and
+/// every application message sorts before every background message among
+/// arrivals of one instant.
+pub const BG_BASE: u32 = 1 << 31;
+
+/// The protocol state of one message (application messages only).
+#[derive(Clone, Copy, Debug)]
+pub struct MsgState {
+    /// Its send op, and its receive op (`u64::MAX` until matched).
+    pub send: u64,
+    pub recv: u64,
+    pub send_post: Ps,
+    pub recv_post: Ps,
+    pub arrived: Ps,
+    pub injected: bool,
+    /// Completed ops of the message (the streamed window retires it at 2).
+    pub closed: u8,
+}
+
+impl MsgState {
+    pub fn new(send: u64, recv: u64) -> Self {
+        MsgState {
+            send,
+            recv,
+            send_post: NEVER,
+            recv_post: NEVER,
+            arrived: NEVER,
+            injected: false,
+            closed: 0,
+        }
+    }
+}
+
+/// Where the ops live and when they are released: the one thing that
+/// differs between a whole program and a streamed window.
+pub trait OpStore {
+    fn rank(&self, op: u64) -> u32;
+    fn kind(&self, op: u64) -> u8;
+    fn peer(&self, op: u64) -> u32;
+    fn nbytes(&self, op: u64) -> u64;
+    /// The message of a send or receive; `NONE` for a receive whose send
+    /// is not known yet (streamed) and for local ops.
+    fn msg_of(&self, op: u64) -> u32;
+    fn msg(&self, id: u32) -> &MsgState;
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState;
+    /// A receive whose send is not known yet was posted at `t`.
+    fn post_unmatched(&mut self, _op: u64, _t: Ps) {}
+    /// `op` completed at `t`: append every op this releases (its last
+    /// dependency done and its round gate open) to `released`, in order.
+    fn complete(&mut self, t: Ps, op: u64, released: &mut Vec<u64>);
+    /// Before the loop: release what is ready at time 0 (through
+    /// [`Engine::release`]) and tell the fabric of the rounds it has.
+    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError>;
+    /// Before each step: load more of the program where the store wants
+    /// to; `true` when it did (the loop looks again).
+    fn pull_wanted(&mut self, _eng: &mut Engine) -> Result<bool, CoreError> {
+        Ok(false)
+    }
+    /// Nothing is in flight or running: load the next round; `false` when
+    /// there is none.
+    fn pull_idle(&mut self, _eng: &mut Engine) -> Result<bool, CoreError> {
+        Ok(false)
+    }
+    /// Whether the program ended, `done` ops having completed.
+    fn finished(&self, done: u64) -> bool;
+    /// Ops known so far (all of them once the program ended).
+    fn n_ops(&self) -> u64;
+    /// Application messages known so far.
+    fn n_messages(&self) -> u64;
+    /// Why the run cannot be guaranteed to be the whole program's (the
+    /// streamed window, [`super::stream`]); the loop stops.
+    fn late(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Released CPU work: `(release time, class, op, phase)`, class 0 for
+/// communication (sends, receives), 1 for computation (reductions, copies);
+/// phase 1 is completing a receive.
+type Work = (Ps, u8, u64, u8);
+
+pub struct Cpu {
+    pub busy: bool,
+    /// On the list of ranks whose CPU chooses at the end of the instant.
+    listed: bool,
+    /// The first of the released work when set (most of the time the only
+    /// one: kept out of the heap, whose buffer is one more cache miss).
+    first: Option<Work>,
+    queue: BinaryHeap<Reverse<Work>>,
+    /// When this CPU last started work.
+    pub last_choice: Ps,
+}
+
+impl Cpu {
+    fn new() -> Self {
+        Cpu {
+            busy: false,
+            listed: false,
+            first: None,
+            queue: BinaryHeap::new(),
+            last_choice: 0,
+        }
+    }
+
+    fn push(&mut self, w: Work) {
+        match self.first {
+            None if self.queue.is_empty() => self.first = Some(w),
+            Some(f) if w < f => {
+                self.queue.push(Reverse(f));
+                self.first = Some(w);
+            }
+            _ => self.queue.push(Reverse(w)),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Work> {
+        self.first
+            .take()
+            .or_else(|| self.queue.pop().map(|Reverse(w)| w))
+    }
+}
+
+/// Communication (class 0) goes before computation (class 1) among work
+/// released at the same instant.
+fn class(kind: u8, phase: u8) -> u8 {
+    match (kind, phase) {
+        (SEND | RECV, _) | (_, 1) => 0,
+        _ => 1,
+    }
+}
+
+/// Set `v[i] = t`, growing `v` (a trace of a streamed program grows as it
+/// is loaded).
+fn put(v: &mut Vec<Ps>, i: usize, t: Ps) {
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    v[i] = t;
+}
+
+/// What a run is given besides its program: ranks' endpoints, costs, the
+/// network, OS noise, background traffic, tracing.
+pub struct Setup<'a> {
+    pub n_ranks: u32,
+    pub order: &'a [u32],
+    pub costs: &'a Costs,
+    pub fabric: &'a mut dyn Fabric,
+    pub routes: &'a mut dyn Routes,
+    pub os: &'a mut OsNoise,
+    pub background: Option<&'a Background>,
+    pub trace: bool,
+}
+
+/// The machine side of the loop: CPUs, the event queue, the network; what
+/// a store may touch when it loads ops.
+pub struct Engine<'a> {
+    pub order: &'a [u32],
+    pub costs: &'a Costs,
+    pub fabric: &'a mut dyn Fabric,
+    routes: &'a mut dyn Routes,
+    os: &'a mut OsNoise,
+    pub cpu: Vec<Cpu>,
+    events: TimeQueue<(u64, u8)>,
+    /// CPU work that ended at the current time, in the order it ended.
+    now: VecDeque<(Ps, u64, u8)>,
+    /// The current instant.
+    pub clock: Ps,
+    /// Whether any CPU has chosen work after time 0's releases.
+    pub started: bool,
+    /// Ranks whose CPU may start work once the current instant is handled.
+    choosing: Vec<u32>,
+    in_flight: Vec<u32>,
+    throttled: Vec<VecDeque<u32>>,
+    links: Vec<u32>,
+    weights: Vec<f64>,
+    out: Outcome,
+    trace: bool,
+}
+
+impl Engine<'_> {
+    /// `op` (of rank `rank`, kind `kind`) has CPU work released at `t`
+    /// (`phase` 1: completing a receive).
+    pub fn release(&mut self, t: Ps, op: u64, phase: u8, rank: u32, kind: u8) {
+        let r = rank as usize;
+        self.cpu[r].push((t, class(kind, phase), op, phase));
+        self.list_cpu(r);
+    }
+
+    /// Rank `r`'s CPU chooses its next work once the current instant is
+    /// handled ([`Core::choose`]).
+    fn list_cpu(&mut self, r: usize) {
+        if !self.cpu[r].busy && !self.cpu[r].listed {
+            self.cpu[r].listed = true;
+            self.choosing.push(r as u32);
+        }
+    }
+
+    fn inject(&mut self, t: Ps, id: u32, src: u32, dst: u32, bytes: u64) -> Result<(), CoreError> {
+        self.links.clear();
+        self.weights.clear();
+        if src != dst {
+            self.routes
+                .route(src, dst, &mut self.links, &mut self.weights)?;
+        }
+        self.fabric.inject(
+            t,
+            &Message {
+                id,
+                src,
+                dst,
+                bytes,
+                links: &self.links,
+                weights: &self.weights,
+            },
+        );
+        Ok(())
+    }
+}
+
+/// One simulation: an op store and the engine that runs it.
+pub struct Core<'a, S: OpStore> {
+    pub store: S,
+    pub eng: Engine<'a>,
+    done: u64,
+    released: Vec<u64>,
+    bg: Option<&'a Background>,
+    /// Source endpoint of each background message (index: id − BG_BASE).
+    bg_src: Vec<u32>,
+    rng: u64,
+}
+
+impl<'a, S: OpStore> Core<'a, S> {
+    pub fn new(store: S, s: Setup<'a>) -> Self {
+        let p = s.n_ranks as usize;
+        let windowed = if s.costs.window > 0 { p } else { 0 };
+        Core {
+            store,
+            eng: Engine {
+                order: s.order,
+                costs: s.costs,
+                fabric: s.fabric,
+                routes: s.routes,
+                os: s.os,
+                cpu: (0..p).map(|_| Cpu::new()).collect(),
+                events: TimeQueue::default(),
+                now: VecDeque::new(),
+                clock: 0,
+                started: false,
+                choosing: Vec::new(),
+                in_flight: vec![0; windowed],
+                throttled: vec![VecDeque::new(); windowed],
+                links: Vec::with_capacity(64),
+                weights: Vec::with_capacity(64),
+                out: Outcome {
+                    rank_done: vec![0; p],
+                    ..Default::default()
+                },
+                trace: s.trace,
+            },
+            done: 0,
+            released: Vec::new(),
+            bg: s.background,
+            bg_src: Vec::new(),
+            rng: s.background.map_or(0, |b| mix64(b.seed)),
+        }
+    }
+
+    fn cpu_work(&self, op: u64, phase: u8) -> Ps {
+        let c = self.eng.costs;
+        if phase == 1 {
+            return c.o_recv;
+        }
+        let bytes = self.store.nbytes(op) as f64;
+        match self.store.kind(op) {
+            SEND => c.o_send + ceil_ps(bytes * c.o_per_byte),
+            REDUCE => ceil_ps(bytes * c.gamma),
+            COPY => ceil_ps(bytes * c.copy),
+            _ => 0,
+        }
+    }
+
+    /// `op`'s CPU work (`phase` 1: completing a receive) is released at `t`.
+    fn push_cpu(&mut self, t: Ps, op: u64, phase: u8) {
+        let (r, k) = (self.store.rank(op), self.store.kind(op));
+        self.eng.release(t, op, phase, r, k);
+    }
+
+    /// Every listed idle CPU starts its first released work, at the current
+    /// instant; called when no event of this instant is left.
+    fn choose(&mut self) {
+        let mut listed = std::mem::take(&mut self.eng.choosing);
+        for &r in &listed {
+            let r = r as usize;
+            self.eng.cpu[r].listed = false;
+            if self.eng.cpu[r].busy {
+                continue;
+            }
+            if let Some((ready, _, op, phase)) = self.eng.cpu[r].pop() {
+                self.eng.cpu[r].last_choice = self.eng.clock;
+                self.run_cpu(r, self.eng.clock.max(ready), op, phase);
+            }
+        }
+        listed.clear();
+        self.eng.choosing = listed;
+    }
+
+    /// The CPU of rank `r` starts `op`'s work at `start`. Work that takes no
+    /// time (posting a receive, free overheads) ends at once, through the
+    /// `now` queue rather than the heap: most ops of a schedule are such.
+    fn run_cpu(&mut self, r: usize, start: Ps, op: u64, phase: u8) {
+        let work = self.cpu_work(op, phase);
+        let e = &mut self.eng;
+        let end = e.os.run(r, start, work);
+        if e.trace && phase == 0 {
+            put(&mut e.out.op_start, op as usize, start);
+        }
+        e.cpu[r].busy = true;
+        if end == start {
+            e.now.push_back((end, op, phase));
+        } else {
+            e.events.push(end, (op, phase));
+        }
+    }
+
+    fn complete(&mut self, t: Ps, op: u64) {
+        let r = self.store.rank(op) as usize;
+        let out = &mut self.eng.out;
+        if self.eng.trace {
+            put(&mut out.op_end, op as usize, t);
+        }
+        out.rank_done[r] = out.rank_done[r].max(t);
+        self.done += 1;
+        let mut released = std::mem::take(&mut self.released);
+        released.clear();
+        self.store.complete(t, op, &mut released);
+        for &s in &released {
+            self.push_cpu(t, s, 0);
+        }
+        self.released = released;
+    }
+
+    fn inject_app(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
+        let m = self.store.msg_mut(msg);
+        m.injected = true;
+        let send = m.send;
+        if self.eng.costs.window > 0 {
+            let r = self.store.rank(send) as usize;
+            if self.eng.in_flight[r] >= self.eng.costs.window {
+                self.eng.throttled[r].push_back(msg);
+                return Ok(());
+            }
+            self.eng.in_flight[r] += 1;
+        }
+        self.put_on_wire(t, msg)
+    }
+
+    fn put_on_wire(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
+        let s = self.store.msg(msg).send;
+        if self.eng.trace {
+            put(&mut self.eng.out.msg_inject, msg as usize, t);
+        }
+        self.eng.out.app_messages += 1;
+        let (src, dst) = (
+            self.eng.order[self.store.rank(s) as usize],
+            self.eng.order[self.store.peer(s) as usize],
+        );
+        self.eng.inject(t, msg, src, dst, self.store.nbytes(s))
+    }
+
+    fn bg_send(&mut self, t: Ps, src: u32, dst: u32) -> Result<(), CoreError> {
+        let bg = self.bg.expect("background configured");
+        if self.bg_src.len() >= BG_BASE as usize {
+            return Err(CoreError::InvalidArgument(
+                "simulate: over 2^31 background messages; shorten the run or the background traffic"
+                    .into(),
+            ));
+        }
+        let id = BG_BASE + self.bg_src.len() as u32;
+        self.bg_src.push(src);
+        self.eng.out.bg_messages += 1;
+        self.eng.inject(t, id, src, dst, bg.bytes)
+    }
+
+    fn random_peer(&mut self, src: u32) -> u32 {
+        let eps = &self.bg.expect("background").endpoints;
+        loop {
+            self.rng = mix64(self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            let d = eps[(self.rng % eps.len() as u64) as usize];
+            if d != src {
+                return d;
+            }
+        }
+    }
+
+    fn on_cpu_done(&mut self, t: Ps, op: u64, phase: u8) -> Result<(), CoreError> {
+        let r = self.store.rank(op) as usize;
+        self.eng.cpu[r].busy = false;
+        let msg = self.store.msg_of(op);
+        let costs = self.eng.costs;
+        let eager = self.store.nbytes(op) <= costs.eager_threshold;
+        match (self.store.kind(op), phase) {
+            (SEND, 0) => {
+                let m = self.store.msg_mut(msg);
+                m.send_post = t;
+                let posted = m.recv_post != NEVER;
+                if eager {
+                    if costs.small == Small::Eager || posted {
+                        self.inject_app(t, msg)?;
+                    }
+                    self.complete(t, op);
+                } else if posted {
+                    self.inject_app(t, msg)?;
+                }
+            }
+            (RECV, 0) if msg == NONE => self.store.post_unmatched(op, t),
+            (RECV, 0) => {
+                let m = self.store.msg_mut(msg);
+                m.recv_post = t;
+                let waits = !eager || costs.small == Small::Detached;
+                let (inject, arrived) = (
+                    waits && m.send_post != NEVER && !m.injected,
+                    m.arrived != NEVER,
+                );
+                if inject {
+                    self.inject_app(t, msg)?;
+                }
+                if arrived {
+                    self.push_cpu(t, op, 1);
+                }
+            }
+            _ => self.complete(t, op),
+        }
+        self.eng.list_cpu(r);
+        Ok(())
+    }
+
+    fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
+        if id >= BG_BASE {
+            if !self.store.finished(self.done) {
+                let src = self.bg_src[(id - BG_BASE) as usize];
+                let dst = self.random_peer(src);
+                self.bg_send(t, src, dst)?;
+            }
+            return Ok(());
+        }
+        let m = self.store.msg_mut(id);
+        m.arrived = t;
+        let (s, rv, posted) = (m.send, m.recv, m.recv_post != NEVER);
+        if self.eng.costs.window > 0 {
+            let r = self.store.rank(s) as usize;
+            if let Some(next) = self.eng.throttled[r].pop_front() {
+                self.put_on_wire(t, next)?;
+            } else {
+                self.eng.in_flight[r] -= 1;
+            }
+        }
+        if self.eng.trace {
+            put(&mut self.eng.out.msg_arrive, id as usize, t);
+        }
+        if self.store.nbytes(s) > self.eng.costs.eager_threshold {
+            self.complete(t, s);
+        }
+        if posted {
+            self.push_cpu(t, rv, 1);
+        }
+        Ok(())
+    }
+
+    fn start_background(&mut self) -> Result<(), CoreError> {
+        let Some(bg) = self.bg else { return Ok(()) };
+        if bg.endpoints.len() < 2 || bg.bytes == 0 {
+            return Ok(());
+        }
+        // One random permutation first (every endpoint receives from one
+        // peer, as in the paper's perturbation pattern), then random peers.
+        let mut eps = bg.endpoints.clone();
+        for k in (1..eps.len()).rev() {
+            self.rng = mix64(self.rng.wrapping_add(k as u64));
+            eps.swap(k, (self.rng % (k as u64 + 1)) as usize);
+        }
+        for k in 0..eps.len() {
+            self.bg_send(0, eps[k], eps[(k + 1) % eps.len()])?;
+        }
+        Ok(())
+    }
+
+    /// Run the program to its end (or until the store stops it).
+    pub fn run(&mut self) -> Result<(), CoreError> {
+        self.store.start(&mut self.eng)?;
+        if self.store.late().is_none() {
+            self.start_background()?;
+        }
+        let mut arrived = Vec::new();
+        loop {
+            if self.store.late().is_some() || self.store.finished(self.done) {
+                return Ok(());
+            }
+            if self.store.pull_wanted(&mut self.eng)? {
+                continue;
+            }
+            if let Some((t, op, phase)) = self.eng.now.pop_front() {
+                self.on_cpu_done(t, op, phase)?;
+                continue;
+            }
+            let t_ev = self.eng.events.next();
+            let t_fab = self.eng.fabric.next_arrival();
+            let t_next = match (t_ev, t_fab) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if !self.eng.choosing.is_empty() && t_next.is_none_or(|t| t > self.eng.clock) {
+                // the instant is handled: every release of it is known
+                self.eng.started = true;
+                self.choose();
+                continue;
+            }
+            if t_next.is_none() && self.store.pull_idle(&mut self.eng)? {
+                // the frontier needs the next round
+                continue;
+            }
+            self.eng.out.events += 1;
+            // Arrivals go first at equal times: a receive completes before
+            // the CPU work that finishes at the same instant looks at it.
+            let fabric_first = match (t_ev, t_fab) {
+                (Some(te), Some(tf)) => tf <= te,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if fabric_first {
+                arrived.clear();
+                self.eng
+                    .fabric
+                    .advance(t_fab.expect("fabric has a next arrival"), &mut arrived);
+                for &(t, id) in &arrived {
+                    self.eng.clock = t;
+                    self.on_arrival(t, id)?;
+                }
+            } else if let Some((t, (op, phase))) = self.eng.events.pop() {
+                self.eng.clock = t;
+                self.on_cpu_done(t, op, phase)?;
+            } else {
+                let n = self.store.n_ops();
+                return Err(CoreError::InvalidArgument(format!(
+                    "simulate: {} of {} ops can never start (a receive waits for a send that \
+                     waits for it: rendezvous deadlock)",
+                    n - self.done,
+                    n
+                )));
+            }
+        }
+    }
+
+    /// The run's outcome (after [`Core::run`]).
+    pub fn outcome(&mut self) -> Outcome {
+        let mut out = std::mem::take(&mut self.eng.out);
+        out.time = out.rank_done.iter().copied().max().unwrap_or(0);
+        out.link_bytes = self.eng.fabric.link_bytes().to_vec();
+        out.os_stolen = self.eng.os.stolen;
+        if self.eng.trace {
+            let (n, m) = (self.store.n_ops() as usize, self.store.n_messages() as usize);
+            out.op_start.resize(n, 0);
+            out.op_end.resize(n, 0);
+            out.msg_inject.resize(m, 0);
+            out.msg_arrive.resize(m, 0);
+        }
+        out
+    }
+}
