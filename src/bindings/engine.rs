@@ -453,12 +453,17 @@ pub struct PyEngineOutcome {
     op_end_ps: Py<PyArray1<u64>>,
     msg_inject_ps: Py<PyArray1<u64>>,
     msg_arrive_ps: Py<PyArray1<u64>>,
+    /// Send and receive op of each message (empty unless the run traced).
+    msg_send: Py<PyArray1<u64>>,
+    msg_recv: Py<PyArray1<u64>>,
     link_bytes: Py<PyArray1<f64>>,
     app_messages: u64,
     bg_messages: u64,
     events: u64,
     os_stolen_ps: Ps,
     congestion: Option<Py<PyArray1<f32>>>,
+    /// The congestion model's largest congestion (None for other models).
+    max_congestion: Option<f32>,
     /// Packet model: link traversals of all packets (0 for other models).
     packet_hops: u64,
     /// Packet model: the most packets any one (link, VC) buffer held.
@@ -506,6 +511,7 @@ impl PyEngineOutcome {
     fn new(py: Python<'_>, ran: Ran) -> Self {
         let Ran {
             out,
+            max_congestion,
             congestion,
             packet,
         } = ran;
@@ -516,12 +522,15 @@ impl PyEngineOutcome {
             op_end_ps: out.op_end.into_pyarray(py).unbind(),
             msg_inject_ps: out.msg_inject.into_pyarray(py).unbind(),
             msg_arrive_ps: out.msg_arrive.into_pyarray(py).unbind(),
+            msg_send: out.msg_send.into_pyarray(py).unbind(),
+            msg_recv: out.msg_recv.into_pyarray(py).unbind(),
             link_bytes: out.link_bytes.into_pyarray(py).unbind(),
             app_messages: out.app_messages,
             bg_messages: out.bg_messages,
             events: out.events,
             os_stolen_ps: out.os_stolen,
             congestion: congestion.map(|c| c.into_pyarray(py).unbind()),
+            max_congestion,
             packet_hops: packet.hops,
             max_buffer_packets: packet.max_buffer,
             buffer_max: packet

@@ -57,12 +57,13 @@ pub struct PacketStats {
     pub buffers: Option<(Vec<u32>, Vec<f64>)>,
 }
 
-/// A run's result: the loop's outcome, the congestion model's
-/// per-message congestion (`[largest]` for a streamed run without trace),
+/// A run's result: the loop's outcome, the congestion model's largest and
+/// per-message congestion (a streamed run keeps the latter only traced),
 /// the packet model's statistics.
 #[derive(Debug)]
 pub struct Ran {
     pub out: Outcome,
+    pub max_congestion: Option<f32>,
     pub congestion: Option<Vec<f32>>,
     pub packet: PacketStats,
 }
@@ -142,11 +143,13 @@ impl<'a> AnyFabric<'a> {
 
     /// The model's results beside the loop's outcome `out`.
     fn finish(self, mut out: Outcome) -> Ran {
-        let (mut congestion, mut packet) = (None, PacketStats::default());
+        let (mut congestion, mut max_congestion) = (None, None);
+        let mut packet = PacketStats::default();
         match self {
             AnyFabric::Congestion(f) => {
                 out.link_bytes = f.link_flows().to_vec();
-                congestion = Some(f.congestion.unwrap_or_else(|| vec![f.max_congestion]));
+                max_congestion = Some(f.max_congestion);
+                congestion = f.congestion;
             }
             AnyFabric::Packet(f) => {
                 let most = f.max_occupancy();
@@ -160,6 +163,7 @@ impl<'a> AnyFabric<'a> {
         }
         Ran {
             out,
+            max_congestion,
             congestion,
             packet,
         }

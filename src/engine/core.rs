@@ -130,6 +130,9 @@ pub struct Outcome {
     pub op_end: Vec<Ps>,
     pub msg_inject: Vec<Ps>,
     pub msg_arrive: Vec<Ps>,
+    /// Send and receive op of each message (traces only).
+    pub msg_send: Vec<u64>,
+    pub msg_recv: Vec<u64>,
     pub link_bytes: Vec<f64>,
     pub app_messages: u64,
     pub bg_messages: u64,
@@ -499,9 +502,12 @@ impl<'a, S: OpStore> Core<'a, S> {
     }
 
     fn put_on_wire(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
-        let s = self.store.msg(msg).send;
+        let (s, rv) = (self.store.msg(msg).send, self.store.msg(msg).recv);
         if self.eng.trace {
-            put(&mut self.eng.out.msg_inject, msg as usize, t);
+            let out = &mut self.eng.out;
+            put(&mut out.msg_inject, msg as usize, t);
+            put(&mut out.msg_send, msg as usize, s);
+            put(&mut out.msg_recv, msg as usize, rv);
         }
         self.eng.out.app_messages += 1;
         let (src, dst) = (
@@ -706,6 +712,8 @@ impl<'a, S: OpStore> Core<'a, S> {
             out.op_end.resize(n, 0);
             out.msg_inject.resize(m, 0);
             out.msg_arrive.resize(m, 0);
+            out.msg_send.resize(m, 0);
+            out.msg_recv.resize(m, 0);
         }
         out
     }

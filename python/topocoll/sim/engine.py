@@ -357,9 +357,9 @@ class Simulation:
         vc``) the most packets it held and its time-averaged occupancy.
     streamed : bool
         Whether the event loop read the program round by round
-        (``EngineConfig.stream``); then ``congestion`` is None (only
-        ``max_congestion`` is kept) and ``peak_ops`` / ``peak_messages`` are
-        the most ops and messages it held at once.
+        (``EngineConfig.stream``); then ``congestion`` is None unless traced
+        (only ``max_congestion`` is kept) and ``peak_ops`` / ``peak_messages``
+        are the most ops and messages it held at once.
     """
 
     time: float
@@ -491,21 +491,10 @@ class EngineConfig:
             raise SpecError(f"EngineConfig: model {self.model!r}, expected one of {', '.join(EVENT_MODELS)}")
         if self.stream not in STREAMS:
             raise SpecError(f"EngineConfig: stream={self.stream!r}, expected one of {', '.join(STREAMS)}")
-        if self.stream == "always" and not self.streamable():
-            raise SpecError("EngineConfig: stream='always' with a trace or with network noise under the "
-                            f"{self.model} model, expected stream='auto' or 'never' (both need the whole program)")
         if self.os_noise is not None and self.model == "congestion":
             raise SpecError("OS noise needs an event-driven model with CPU time, expected --model loggops or flow")
         if not isinstance(self.options, EngineOptions):
             raise SpecError(f"EngineConfig: options={self.options!r}, expected an EngineOptions")
-
-    def streamable(self) -> bool:
-        """Whether the streamed event loop can run this configuration: not
-        with a trace (per-op arrays) nor with background traffic of the
-        event models (its message ids follow the application's count); the
-        congestion model's background is per round and streams."""
-        noisy = self.noise is not None and self.noise.ratio > 0
-        return not self.trace and (not noisy or self.model == "congestion")
 
     def costs(self, platform: Platform) -> dict:
         """CPU and protocol costs in the engine's units (ps, ps per byte)."""
@@ -682,28 +671,43 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
             messages=int(out["app_messages"]), background_messages=0, events=0,
             max_congestion=float(out["max_congestion"]), lockstep=True, **common)
     core = config.core(platform, net, background)
-    if program is None and config.streamable() and (
-            config.stream == "always" or (config.stream == "auto" and estimated_ops(source) > STREAM_ABOVE)):
+    if program is None and (config.stream == "always" or
+                            (config.stream == "auto" and estimated_ops(source) > STREAM_ABOVE)):
         check_memory(source, streamed=True)
-        sim = _streamed(source, net, bandwidth, latency, order, core, config, common)
-        if sim is not None:
-            return sim
+        sent = [0]
+        try:
+            out, late, (_, _, peak_ops, peak_msgs) = _core.engine_run_streamed(
+                round_columns(source, sent), source.p, net.router.engine, bandwidth, latency, order, core)
+        except ValueError as e:
+            raise SpecError(f"simulate {source.label()}: {e}") from None
+        if out is not None:
+            return _simulation(source, config, out, sent[0], common, streamed=(int(peak_ops), int(peak_msgs)))
+        if config.stream == "always":
+            raise SpecError(f"simulate {source.label()}: stream='always' cannot stream it exactly ({late}); "
+                            "expected stream='auto' or 'never'")
     prog = compile_program(source) if program is None else program
     try:
         out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, core)
     except ValueError as e:
         raise SpecError(f"simulate {source.label()}: {e}") from None
-    congestion = out.congestion
+    return _simulation(source, config, out, int(prog.bytes_sent), common)
+
+
+def _simulation(source, config: EngineConfig, out, bytes_total: int, common: dict,
+                streamed: tuple[int, int] | None = None) -> Simulation:
+    """The :class:`Simulation` of one engine run (whole or streamed: the same
+    outcome type; ``streamed`` holds the most ops and messages the window held)."""
     sim = Simulation(
-        time=out.time_ps / _PS, model=model, rank_done=out.rank_done_ps / _PS,
-        link_bytes=out.link_bytes, bytes_total=int(prog.bytes_sent), messages=int(out.app_messages),
-        background_messages=int(out.bg_messages), events=int(out.events),
-        congestion=congestion, max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
+        time=out.time_ps / _PS, model=config.model, rank_done=out.rank_done_ps / _PS,
+        link_bytes=out.link_bytes, bytes_total=bytes_total, messages=int(out.app_messages),
+        background_messages=int(out.bg_messages), events=int(out.events), congestion=out.congestion,
+        max_congestion=None if out.max_congestion is None else float(out.max_congestion),
         os_stolen=out.os_stolen_ps / _PS, packet_hops=int(out.packet_hops),
         max_buffer_packets=int(out.max_buffer_packets), buffer_max=out.buffer_max, buffer_mean=out.buffer_mean,
-        **common)
-    if trace:
-        sim.trace = _trace_columns(source, out, *prog.messages())
+        streamed=streamed is not None, peak_ops=None if streamed is None else streamed[0],
+        peak_messages=None if streamed is None else streamed[1], **common)
+    if config.trace:
+        sim.trace = _trace_columns(source, out)
     return sim
 
 
@@ -719,32 +723,6 @@ def round_columns(source, sent: list | None = None):
             sent[0] += int(ch.nbytes[ch.kind == 0].sum())
         yield (ch.rank.astype(np.uint32), ch.kind.astype(np.uint8), peer, ch.tag.astype(np.int64),
                ch.nbytes.astype(np.uint64), ch.dep_ptr.astype(np.uint64), ch.dep_idx.astype(np.uint64))
-
-
-def _streamed(source, net, bandwidth, latency, order, core, config, common):
-    """The streamed event loop (``src/engine/stream.rs``), or None where it
-    cannot guarantee the whole-program result and ``stream="auto"`` lets
-    the whole program run instead."""
-    sent = [0]
-    try:
-        out, late, (_, _, peak_ops, peak_msgs) = _core.engine_run_streamed(
-            round_columns(source, sent), source.p, net.router.engine, bandwidth, latency, order, core)
-    except ValueError as e:
-        raise SpecError(f"simulate {source.label()}: {e}") from None
-    if out is None:
-        if config.stream == "always":
-            raise SpecError(f"simulate {source.label()}: stream='always' cannot stream it exactly ({late}); "
-                            "expected stream='auto' or 'never'")
-        return None
-    congestion = out.congestion   # streamed: the largest congestion only
-    return Simulation(
-        time=out.time_ps / _PS, model=config.model, rank_done=out.rank_done_ps / _PS,
-        link_bytes=out.link_bytes, bytes_total=sent[0], messages=int(out.app_messages),
-        background_messages=int(out.bg_messages), events=int(out.events), congestion=None,
-        max_congestion=float(congestion.max(initial=0)) if congestion is not None else None,
-        os_stolen=out.os_stolen_ps / _PS, packet_hops=int(out.packet_hops),
-        max_buffer_packets=int(out.max_buffer_packets), buffer_max=out.buffer_max, buffer_mean=out.buffer_mean,
-        streamed=True, peak_ops=int(peak_ops), peak_messages=int(peak_msgs), **common)
 
 
 #: bytes the whole-program event loop holds per op (the chunks' columns while compiling, the engine's
@@ -849,13 +827,14 @@ def lockstep_applies(schedule: Schedule, model: str, options: EngineOptions) -> 
     return _lockstep(schedule, model, options, kw, False, None) is not None
 
 
-def _trace_columns(schedule, out, send, recv) -> dict:
+def _trace_columns(schedule, out) -> dict:
     chunks = list(schedule.program())
     cols = {k: (np.concatenate([getattr(ch, k) for ch in chunks]) if chunks else np.zeros(0, np.int64))
             for k in ("rank", "kind", "peer", "nbytes")}
     cols["round"] = np.concatenate([np.full(len(ch), ch.round) for ch in chunks]) if chunks else np.zeros(0)
     return {**cols, "start": out.op_start_ps / _PS, "end": out.op_end_ps / _PS,
-            "send": send, "recv": recv, "inject": out.msg_inject_ps / _PS, "arrive": out.msg_arrive_ps / _PS}
+            "send": out.msg_send.astype(np.int64), "recv": out.msg_recv.astype(np.int64),
+            "inject": out.msg_inject_ps / _PS, "arrive": out.msg_arrive_ps / _PS}
 
 
 

@@ -56,8 +56,8 @@ def test_a_streamed_run_is_the_whole_programs_run(model, coll, name, p, params, 
 
 
 def test_the_congestion_models_network_noise_streams_too():
-    """Its background permutation is drawn per round, so it streams (the
-    event models' background traffic does not: stream='always' refuses it)."""
+    """Its background permutation is drawn per round, routed with each
+    round as the store loads it."""
     sched = generate("alltoall", "shift", 16, count=16 * 512, itemsize=8)
     platform = Platform(network=make_network("kary:4,3", 16))
     noise = NetworkNoise(ratio=0.5, seed=4)
@@ -67,8 +67,27 @@ def test_the_congestion_models_network_noise_streams_too():
     same_run(streamed, whole)
     quiet = simulate(sched, platform, EngineConfig("congestion", opts, stream="always"))
     assert quiet.link_bytes.sum() < streamed.link_bytes.sum()   # the background was routed with the rounds
-    with pytest.raises(SpecError, match="stream='always' with a trace or with network noise under the flow"):
-        EngineConfig("flow", opts, noise=noise, stream="always")
+
+
+@pytest.mark.parametrize("model", ("loggops", "flow", "packet"))
+def test_background_traffic_and_traces_stream_too(model):
+    """One loop (``src/engine/core.rs``) over both op stores: the event
+    models' background traffic and per-op traces are the loop's, so the
+    streamed window gives the whole program's run, trace for trace."""
+    sched = generate("alltoall", "shift", 12, count=12 * 512, itemsize=8)
+    platform = Platform(network=make_network("kary:4,2", 12, order="random", seed=5))
+    noise = NetworkNoise(ratio=0.2, bytes=2048, seed=7)
+    opts = EngineOptions(sync="rounds")
+    whole = simulate(sched, platform, EngineConfig(model, opts, noise=noise, trace=True, stream="never"))
+    streamed = simulate(sched, platform, EngineConfig(model, opts, noise=noise, trace=True, stream="always"))
+    assert streamed.streamed and whole.background_messages > 0
+    same_run(streamed, whole)
+    assert streamed.background_messages == whole.background_messages
+    assert whole.trace.keys() == streamed.trace.keys()
+    for k in whole.trace:
+        assert np.array_equal(whole.trace[k], streamed.trace[k]), k
+    quiet = simulate(sched, platform, EngineConfig(model, opts, stream="always"))
+    assert quiet.link_bytes.sum() < streamed.link_bytes.sum()   # the background moved on the same network
 
 
 def test_what_cannot_stream_exactly_runs_whole_or_is_refused(monkeypatch):
@@ -104,8 +123,6 @@ def test_rounds_retire_so_the_window_stays_small(monkeypatch):
 def test_stream_takes_named_values_only():
     with pytest.raises(SpecError, match="stream='yes', expected one of auto, always, never"):
         EngineConfig(stream="yes")
-    with pytest.raises(SpecError, match="stream='always' with a trace"):
-        EngineConfig(trace=True, stream="always")
 
 
 def test_a_run_larger_than_the_memory_is_refused_before_any_work(monkeypatch):
