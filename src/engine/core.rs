@@ -192,9 +192,10 @@ pub trait OpStore {
     fn msg_mut(&mut self, id: u32) -> &mut MsgState;
     /// A receive whose send is not known yet was posted at `t`.
     fn post_unmatched(&mut self, _op: u64, _t: Ps) {}
-    /// `op` completed at `t`: append every op this releases (its last
-    /// dependency done and its round gate open) to `released`, in order.
-    fn complete(&mut self, t: Ps, op: u64, released: &mut Vec<u64>);
+    /// `op` completed at `t`: release (through [`Engine::release`], at `t`)
+    /// every op whose last dependency this was and whose round gate is
+    /// open, in order.
+    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine);
     /// Before the loop: release what is ready at time 0 (through
     /// [`Engine::release`]) and tell the fabric of the rounds it has.
     fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError>;
@@ -369,7 +370,6 @@ pub struct Core<'a, S: OpStore> {
     pub store: S,
     pub eng: Engine<'a>,
     done: u64,
-    released: Vec<u64>,
     bg: Option<&'a Background>,
     /// Source endpoint of each background message (index: id − BG_BASE).
     bg_src: Vec<u32>,
@@ -405,7 +405,6 @@ impl<'a, S: OpStore> Core<'a, S> {
                 trace: s.trace,
             },
             done: 0,
-            released: Vec::new(),
             bg: s.background,
             bg_src: Vec::new(),
             rng: s.background.map_or(0, |b| mix64(b.seed)),
@@ -477,13 +476,7 @@ impl<'a, S: OpStore> Core<'a, S> {
         }
         out.rank_done[r] = out.rank_done[r].max(t);
         self.done += 1;
-        let mut released = std::mem::take(&mut self.released);
-        released.clear();
-        self.store.complete(t, op, &mut released);
-        for &s in &released {
-            self.push_cpu(t, s, 0);
-        }
-        self.released = released;
+        self.store.complete(t, op, &mut self.eng);
     }
 
     fn inject_app(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {

@@ -178,13 +178,14 @@ impl OpStore for WholeProgram<'_> {
         &mut self.msgs[id as usize]
     }
 
-    fn complete(&mut self, _t: Ps, op: u64, released: &mut Vec<u64>) {
+    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine) {
         let i = op as usize;
+        let prog = self.prog;
         for k in self.m.succ_ptr[i] as usize..self.m.succ_ptr[i + 1] as usize {
             let s = self.m.succ_idx[k] as usize;
             self.deps_left[s] -= 1;
             if self.deps_left[s] == 0 && self.gate_open(s) {
-                released.push(s as u64);
+                eng.release(t, s as u64, 0, prog.rank[s], prog.kind[s]);
             }
         }
         let Some(g) = &mut self.gates else { return };
@@ -195,7 +196,7 @@ impl OpStore for WholeProgram<'_> {
             g.open[nx] = true;
             for s in g.seg_ptr[nx] as usize..g.seg_ptr[nx + 1] as usize {
                 if self.deps_left[s] == 0 {
-                    released.push(s as u64);
+                    eng.release(t, s as u64, 0, prog.rank[s], prog.kind[s]);
                 }
             }
         }

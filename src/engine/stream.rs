@@ -228,8 +228,9 @@ impl<'a> Window<'a> {
 
     /// `op` of the window is released (its dependencies done, its gate
     /// open): the next round is wanted once an op of the last one is.
-    fn released(&mut self, op: u64, released: &mut Vec<u64>) {
-        released.push(op);
+    fn released(&mut self, t: Ps, op: u64, eng: &mut Engine) {
+        let o = &self.ops.v[self.o(op)];
+        eng.release(t, op, 0, o.rank, o.kind);
         if op >= self.last_first {
             self.want_pull = true;
         }
@@ -597,7 +598,7 @@ impl OpStore for Window<'_> {
         self.ops.v[i].rpost = t;
     }
 
-    fn complete(&mut self, t: Ps, op: u64, released: &mut Vec<u64>) {
+    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine) {
         let i = self.o(op);
         self.ops.v[i].end = t;
         let msg = self.ops.v[i].msg;
@@ -613,7 +614,7 @@ impl OpStore for Window<'_> {
             let si = self.o(s);
             self.ops.v[si].deps_left -= 1;
             if self.ops.v[si].deps_left == 0 && self.seg_open(s) {
-                self.released(s, released);
+                self.released(t, s, eng);
             }
         }
         let seg = self.ops.v[i].seg;
@@ -636,7 +637,7 @@ impl OpStore for Window<'_> {
             self.segs.opened[n] = t;
             for s in self.segs.first[n]..self.segs.end[n] {
                 if self.ops.v[self.o(s)].deps_left == 0 {
-                    self.released(s, released);
+                    self.released(t, s, eng);
                 }
             }
         }
