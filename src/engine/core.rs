@@ -150,12 +150,33 @@ pub const NEVER: Ps = Ps::MAX;
 /// arrivals of one instant.
 pub const BG_BASE: u32 = 1 << 31;
 
+/// An op id: `u32` for a whole program (smaller CPU queues and events),
+/// `u64` for a streamed one (ids run on over the whole stream).
+pub trait OpId: Copy + Ord + std::fmt::Debug {
+    fn ix(self) -> usize;
+}
+
+impl OpId for u32 {
+    #[inline]
+    fn ix(self) -> usize {
+        self as usize
+    }
+}
+
+impl OpId for u64 {
+    #[inline]
+    fn ix(self) -> usize {
+        self as usize
+    }
+}
+
 /// The protocol state of one message (application messages only).
 #[derive(Clone, Copy, Debug)]
-pub struct MsgState {
-    /// Its send op, and its receive op (`u64::MAX` until matched).
-    pub send: u64,
-    pub recv: u64,
+pub struct MsgState<O> {
+    /// Its send op, and its receive op (the streamed store's `u64::MAX`
+    /// until matched).
+    pub send: O,
+    pub recv: O,
     pub send_post: Ps,
     pub recv_post: Ps,
     pub arrived: Ps,
@@ -164,8 +185,8 @@ pub struct MsgState {
     pub closed: u8,
 }
 
-impl MsgState {
-    pub fn new(send: u64, recv: u64) -> Self {
+impl<O> MsgState<O> {
+    pub fn new(send: O, recv: O) -> Self {
         MsgState {
             send,
             recv,
@@ -181,32 +202,33 @@ impl MsgState {
 /// Where the ops live and when they are released: the one thing that
 /// differs between a whole program and a streamed window.
 pub trait OpStore {
-    fn rank(&self, op: u64) -> u32;
-    fn kind(&self, op: u64) -> u8;
-    fn peer(&self, op: u64) -> u32;
-    fn nbytes(&self, op: u64) -> u64;
+    type Op: OpId;
+    fn rank(&self, op: Self::Op) -> u32;
+    fn kind(&self, op: Self::Op) -> u8;
+    fn peer(&self, op: Self::Op) -> u32;
+    fn nbytes(&self, op: Self::Op) -> u64;
     /// The message of a send or receive; `NONE` for a receive whose send
     /// is not known yet (streamed) and for local ops.
-    fn msg_of(&self, op: u64) -> u32;
-    fn msg(&self, id: u32) -> &MsgState;
-    fn msg_mut(&mut self, id: u32) -> &mut MsgState;
+    fn msg_of(&self, op: Self::Op) -> u32;
+    fn msg(&self, id: u32) -> &MsgState<Self::Op>;
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState<Self::Op>;
     /// A receive whose send is not known yet was posted at `t`.
-    fn post_unmatched(&mut self, _op: u64, _t: Ps) {}
+    fn post_unmatched(&mut self, _op: Self::Op, _t: Ps) {}
     /// `op` completed at `t`: release (through [`Engine::release`], at `t`)
     /// every op whose last dependency this was and whose round gate is
     /// open, in order.
-    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine);
+    fn complete(&mut self, t: Ps, op: Self::Op, eng: &mut Engine<Self::Op>);
     /// Before the loop: release what is ready at time 0 (through
     /// [`Engine::release`]) and tell the fabric of the rounds it has.
-    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError>;
+    fn start(&mut self, eng: &mut Engine<Self::Op>) -> Result<(), CoreError>;
     /// Before each step: load more of the program where the store wants
     /// to; `true` when it did (the loop looks again).
-    fn pull_wanted(&mut self, _eng: &mut Engine) -> Result<bool, CoreError> {
+    fn pull_wanted(&mut self, _eng: &mut Engine<Self::Op>) -> Result<bool, CoreError> {
         Ok(false)
     }
     /// Nothing is in flight or running: load the next round; `false` when
     /// there is none.
-    fn pull_idle(&mut self, _eng: &mut Engine) -> Result<bool, CoreError> {
+    fn pull_idle(&mut self, _eng: &mut Engine<Self::Op>) -> Result<bool, CoreError> {
         Ok(false)
     }
     /// Whether the program ended, `done` ops having completed.
@@ -225,21 +247,21 @@ pub trait OpStore {
 /// Released CPU work: `(release time, class, op, phase)`, class 0 for
 /// communication (sends, receives), 1 for computation (reductions, copies);
 /// phase 1 is completing a receive.
-type Work = (Ps, u8, u64, u8);
+type Work<O> = (Ps, u8, O, u8);
 
-pub struct Cpu {
+pub struct Cpu<O> {
     pub busy: bool,
     /// On the list of ranks whose CPU chooses at the end of the instant.
     listed: bool,
     /// The first of the released work when set (most of the time the only
     /// one: kept out of the heap, whose buffer is one more cache miss).
-    first: Option<Work>,
-    queue: BinaryHeap<Reverse<Work>>,
+    first: Option<Work<O>>,
+    queue: BinaryHeap<Reverse<Work<O>>>,
     /// When this CPU last started work.
     pub last_choice: Ps,
 }
 
-impl Cpu {
+impl<O: OpId> Cpu<O> {
     fn new() -> Self {
         Cpu {
             busy: false,
@@ -250,7 +272,7 @@ impl Cpu {
         }
     }
 
-    fn push(&mut self, w: Work) {
+    fn push(&mut self, w: Work<O>) {
         match self.first {
             None if self.queue.is_empty() => self.first = Some(w),
             Some(f) if w < f => {
@@ -261,7 +283,7 @@ impl Cpu {
         }
     }
 
-    fn pop(&mut self) -> Option<Work> {
+    fn pop(&mut self) -> Option<Work<O>> {
         self.first
             .take()
             .or_else(|| self.queue.pop().map(|Reverse(w)| w))
@@ -301,16 +323,16 @@ pub struct Setup<'a> {
 
 /// The machine side of the loop: CPUs, the event queue, the network; what
 /// a store may touch when it loads ops.
-pub struct Engine<'a> {
+pub struct Engine<'a, O> {
     pub order: &'a [u32],
     pub costs: &'a Costs,
     pub fabric: &'a mut dyn Fabric,
     routes: &'a mut dyn Routes,
     os: &'a mut OsNoise,
-    pub cpu: Vec<Cpu>,
-    events: TimeQueue<(u64, u8)>,
+    pub cpu: Vec<Cpu<O>>,
+    events: TimeQueue<(O, u8)>,
     /// CPU work that ended at the current time, in the order it ended.
-    now: VecDeque<(Ps, u64, u8)>,
+    now: VecDeque<(Ps, O, u8)>,
     /// The current instant.
     pub clock: Ps,
     /// Whether any CPU has chosen work after time 0's releases.
@@ -325,10 +347,10 @@ pub struct Engine<'a> {
     trace: bool,
 }
 
-impl Engine<'_> {
+impl<O: OpId> Engine<'_, O> {
     /// `op` (of rank `rank`, kind `kind`) has CPU work released at `t`
     /// (`phase` 1: completing a receive).
-    pub fn release(&mut self, t: Ps, op: u64, phase: u8, rank: u32, kind: u8) {
+    pub fn release(&mut self, t: Ps, op: O, phase: u8, rank: u32, kind: u8) {
         let r = rank as usize;
         self.cpu[r].push((t, class(kind, phase), op, phase));
         self.list_cpu(r);
@@ -368,7 +390,7 @@ impl Engine<'_> {
 /// One simulation: an op store and the engine that runs it.
 pub struct Core<'a, S: OpStore> {
     pub store: S,
-    pub eng: Engine<'a>,
+    pub eng: Engine<'a, S::Op>,
     done: u64,
     bg: Option<&'a Background>,
     /// Source endpoint of each background message (index: id − BG_BASE).
@@ -411,7 +433,7 @@ impl<'a, S: OpStore> Core<'a, S> {
         }
     }
 
-    fn cpu_work(&self, op: u64, phase: u8) -> Ps {
+    fn cpu_work(&self, op: S::Op, phase: u8) -> Ps {
         let c = self.eng.costs;
         if phase == 1 {
             return c.o_recv;
@@ -426,7 +448,7 @@ impl<'a, S: OpStore> Core<'a, S> {
     }
 
     /// `op`'s CPU work (`phase` 1: completing a receive) is released at `t`.
-    fn push_cpu(&mut self, t: Ps, op: u64, phase: u8) {
+    fn push_cpu(&mut self, t: Ps, op: S::Op, phase: u8) {
         let (r, k) = (self.store.rank(op), self.store.kind(op));
         self.eng.release(t, op, phase, r, k);
     }
@@ -453,12 +475,12 @@ impl<'a, S: OpStore> Core<'a, S> {
     /// The CPU of rank `r` starts `op`'s work at `start`. Work that takes no
     /// time (posting a receive, free overheads) ends at once, through the
     /// `now` queue rather than the heap: most ops of a schedule are such.
-    fn run_cpu(&mut self, r: usize, start: Ps, op: u64, phase: u8) {
+    fn run_cpu(&mut self, r: usize, start: Ps, op: S::Op, phase: u8) {
         let work = self.cpu_work(op, phase);
         let e = &mut self.eng;
         let end = e.os.run(r, start, work);
         if e.trace && phase == 0 {
-            put(&mut e.out.op_start, op as usize, start);
+            put(&mut e.out.op_start, op.ix(), start);
         }
         e.cpu[r].busy = true;
         if end == start {
@@ -468,11 +490,11 @@ impl<'a, S: OpStore> Core<'a, S> {
         }
     }
 
-    fn complete(&mut self, t: Ps, op: u64) {
+    fn complete(&mut self, t: Ps, op: S::Op) {
         let r = self.store.rank(op) as usize;
         let out = &mut self.eng.out;
         if self.eng.trace {
-            put(&mut out.op_end, op as usize, t);
+            put(&mut out.op_end, op.ix(), t);
         }
         out.rank_done[r] = out.rank_done[r].max(t);
         self.done += 1;
@@ -499,8 +521,8 @@ impl<'a, S: OpStore> Core<'a, S> {
         if self.eng.trace {
             let out = &mut self.eng.out;
             put(&mut out.msg_inject, msg as usize, t);
-            put(&mut out.msg_send, msg as usize, s);
-            put(&mut out.msg_recv, msg as usize, rv);
+            put(&mut out.msg_send, msg as usize, s.ix() as Ps);
+            put(&mut out.msg_recv, msg as usize, rv.ix() as Ps);
         }
         self.eng.out.app_messages += 1;
         let (src, dst) = (
@@ -535,7 +557,7 @@ impl<'a, S: OpStore> Core<'a, S> {
         }
     }
 
-    fn on_cpu_done(&mut self, t: Ps, op: u64, phase: u8) -> Result<(), CoreError> {
+    fn on_cpu_done(&mut self, t: Ps, op: S::Op, phase: u8) -> Result<(), CoreError> {
         let r = self.store.rank(op) as usize;
         self.eng.cpu[r].busy = false;
         let msg = self.store.msg_of(op);

@@ -91,7 +91,7 @@ pub struct WholeProgram<'a> {
     m: &'a Matching,
     deps_left: Vec<u32>,
     gates: Option<Gates>,
-    msgs: Vec<MsgState>,
+    msgs: Vec<MsgState<u32>>,
 }
 
 impl<'a> WholeProgram<'a> {
@@ -111,7 +111,7 @@ impl<'a> WholeProgram<'a> {
                 .send
                 .iter()
                 .zip(&m.recv)
-                .map(|(&s, &r)| MsgState::new(s as u64, r as u64))
+                .map(|(&s, &r)| MsgState::new(s, r))
                 .collect(),
         })
     }
@@ -149,43 +149,44 @@ impl<'a> WholeProgram<'a> {
 }
 
 impl OpStore for WholeProgram<'_> {
+    type Op = u32;
     #[inline]
-    fn rank(&self, op: u64) -> u32 {
+    fn rank(&self, op: u32) -> u32 {
         self.prog.rank[op as usize]
     }
     #[inline]
-    fn kind(&self, op: u64) -> u8 {
+    fn kind(&self, op: u32) -> u8 {
         self.prog.kind[op as usize]
     }
     #[inline]
-    fn peer(&self, op: u64) -> u32 {
+    fn peer(&self, op: u32) -> u32 {
         self.prog.peer[op as usize]
     }
     #[inline]
-    fn nbytes(&self, op: u64) -> u64 {
+    fn nbytes(&self, op: u32) -> u64 {
         self.prog.nbytes[op as usize]
     }
     #[inline]
-    fn msg_of(&self, op: u64) -> u32 {
+    fn msg_of(&self, op: u32) -> u32 {
         self.m.msg_of[op as usize]
     }
     #[inline]
-    fn msg(&self, id: u32) -> &MsgState {
+    fn msg(&self, id: u32) -> &MsgState<u32> {
         &self.msgs[id as usize]
     }
     #[inline]
-    fn msg_mut(&mut self, id: u32) -> &mut MsgState {
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState<u32> {
         &mut self.msgs[id as usize]
     }
 
-    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine) {
+    fn complete(&mut self, t: Ps, op: u32, eng: &mut Engine<u32>) {
         let i = op as usize;
         let prog = self.prog;
         for k in self.m.succ_ptr[i] as usize..self.m.succ_ptr[i + 1] as usize {
             let s = self.m.succ_idx[k] as usize;
             self.deps_left[s] -= 1;
             if self.deps_left[s] == 0 && self.gate_open(s) {
-                eng.release(t, s as u64, 0, prog.rank[s], prog.kind[s]);
+                eng.release(t, s as u32, 0, prog.rank[s], prog.kind[s]);
             }
         }
         let Some(g) = &mut self.gates else { return };
@@ -196,19 +197,19 @@ impl OpStore for WholeProgram<'_> {
             g.open[nx] = true;
             for s in g.seg_ptr[nx] as usize..g.seg_ptr[nx + 1] as usize {
                 if self.deps_left[s] == 0 {
-                    eng.release(t, s as u64, 0, prog.rank[s], prog.kind[s]);
+                    eng.release(t, s as u32, 0, prog.rank[s], prog.kind[s]);
                 }
             }
         }
     }
 
-    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
+    fn start(&mut self, eng: &mut Engine<u32>) -> Result<(), CoreError> {
         if eng.fabric.wants_rounds() {
             self.load_rounds(&mut *eng.fabric, eng.order)?;
         }
         for i in 0..self.prog.n_ops() {
             if self.deps_left[i] == 0 && self.gate_open(i) {
-                eng.release(0, i as u64, 0, self.prog.rank[i], self.prog.kind[i]);
+                eng.release(0, i as u32, 0, self.prog.rank[i], self.prog.kind[i]);
             }
         }
         Ok(())

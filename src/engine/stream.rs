@@ -129,7 +129,7 @@ impl Ops {
 #[derive(Default)]
 struct Msgs {
     lo: u64,
-    v: VecDeque<MsgState>,
+    v: VecDeque<MsgState<u64>>,
 }
 
 /// Round gates: segments (one rank's ops of one round, or one round) in a
@@ -228,7 +228,7 @@ impl<'a> Window<'a> {
 
     /// `op` of the window is released (its dependencies done, its gate
     /// open): the next round is wanted once an op of the last one is.
-    fn released(&mut self, t: Ps, op: u64, eng: &mut Engine) {
+    fn released(&mut self, t: Ps, op: u64, eng: &mut Engine<u64>) {
         let o = &self.ops.v[self.o(op)];
         eng.release(t, op, 0, o.rank, o.kind);
         if op >= self.last_first {
@@ -279,7 +279,7 @@ impl<'a> Window<'a> {
     }
 
     /// Load the next round; `exhausted` at the end of the program.
-    fn pull(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
+    fn pull(&mut self, eng: &mut Engine<u64>) -> Result<(), CoreError> {
         self.want_pull = false;
         if self.exhausted {
             return Ok(());
@@ -563,6 +563,7 @@ impl<'a> Window<'a> {
 }
 
 impl OpStore for Window<'_> {
+    type Op = u64;
     #[inline]
     fn rank(&self, op: u64) -> u32 {
         self.ops.v[self.o(op)].rank
@@ -584,11 +585,11 @@ impl OpStore for Window<'_> {
         self.ops.v[self.o(op)].msg
     }
     #[inline]
-    fn msg(&self, id: u32) -> &MsgState {
+    fn msg(&self, id: u32) -> &MsgState<u64> {
         &self.msgs.v[self.mi(id)]
     }
     #[inline]
-    fn msg_mut(&mut self, id: u32) -> &mut MsgState {
+    fn msg_mut(&mut self, id: u32) -> &mut MsgState<u64> {
         let m = self.mi(id);
         &mut self.msgs.v[m]
     }
@@ -598,7 +599,7 @@ impl OpStore for Window<'_> {
         self.ops.v[i].rpost = t;
     }
 
-    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine) {
+    fn complete(&mut self, t: Ps, op: u64, eng: &mut Engine<u64>) {
         let i = self.o(op);
         self.ops.v[i].end = t;
         let msg = self.ops.v[i].msg;
@@ -643,7 +644,7 @@ impl OpStore for Window<'_> {
         }
     }
 
-    fn start(&mut self, eng: &mut Engine) -> Result<(), CoreError> {
+    fn start(&mut self, eng: &mut Engine<u64>) -> Result<(), CoreError> {
         self.pull(eng)?;
         while self.want_pull && !self.exhausted && self.late.is_none() {
             self.pull(eng)?;
@@ -651,7 +652,7 @@ impl OpStore for Window<'_> {
         Ok(())
     }
 
-    fn pull_wanted(&mut self, eng: &mut Engine) -> Result<bool, CoreError> {
+    fn pull_wanted(&mut self, eng: &mut Engine<u64>) -> Result<bool, CoreError> {
         if !self.want_pull {
             return Ok(false);
         }
@@ -659,7 +660,7 @@ impl OpStore for Window<'_> {
         Ok(true)
     }
 
-    fn pull_idle(&mut self, eng: &mut Engine) -> Result<bool, CoreError> {
+    fn pull_idle(&mut self, eng: &mut Engine<u64>) -> Result<bool, CoreError> {
         if self.exhausted {
             return Ok(false);
         }
