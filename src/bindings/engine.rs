@@ -7,19 +7,15 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::config::{run_config, Config, Platform, Wiring};
 use super::routing::PyRouter;
-use crate::engine::adaptive::AdaptiveTorus;
 use crate::engine::config::{run_streamed, run_whole, ModelConfig, Ran, RunConfig};
-use crate::engine::core::{Background, Costs, Small, Sync};
 use crate::engine::fabric::{Links, Ps};
-use crate::engine::flow::Sharing;
 use crate::engine::lockstep::{lockstep, RoundShape};
-use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
-use crate::engine::packet::{Allocator, PacketConfig, Queues};
+use crate::engine::packet::PacketConfig;
 use crate::engine::program::{Matching, Program};
 use crate::engine::stream::{Chunk, ChunkSource};
-use crate::engine::ugal::UgalDragonfly;
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
 
@@ -101,72 +97,10 @@ impl PyEngineProgram {
     }
 }
 
-/// The event-driven model of a run (`topocoll.sim.engine.EVENT_MODELS`).
-#[pyclass(name = "Model", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PyModel {
-    LogGops,
-    Flow,
-    Congestion,
-    Packet,
-}
-
-/// Switch allocation of the packet model ([`Allocator`]).
-#[pyclass(name = "Allocator", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PyAllocator {
-    RoundRobin,
-    Age,
-}
-
-/// Router input queues of the packet model ([`Queues`]).
-#[pyclass(name = "Queues", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PyQueues {
-    InputQueued,
-    VirtualOutput,
-}
-
-/// What, besides dependencies, holds an op back ([`Sync`]).
-#[pyclass(name = "Sync", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PySync {
-    Deps,
-    Rounds,
-    Barrier,
-}
-
-/// What a send of at most the eager threshold does ([`Small`]).
-#[pyclass(name = "Small", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PySmall {
-    Eager,
-    Detached,
-}
-
-/// How the flow model shares a link ([`Sharing`]).
-#[pyclass(name = "Sharing", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PySharing {
-    MaxMin,
-    Cm02,
-}
-
-/// The kind of OS-noise detours ([`Detours`]).
-#[pyclass(name = "Detour", module = "topocoll._core", eq, eq_int, frozen)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PyDetour {
-    Quiet,
-    Periodic,
-    Random,
-    Trace,
-}
-
 /// One engine run's whole input besides the program and the network: the
 /// model with its parameters, CPU and protocol costs, synchronisation, OS
-/// noise, background traffic and tracing. Every time is in ps and every
-/// per-byte cost in ps per byte: `topocoll.sim.engine.EngineConfig` does
-/// the unit conversions and the validation, once, and builds this.
+/// noise, background traffic and tracing, read from Python's dataclasses
+/// by [`super::config`], which does every unit conversion.
 #[pyclass(name = "EngineConfig", module = "topocoll._core", frozen)]
 pub struct PyEngineConfig {
     run: RunConfig,
@@ -185,242 +119,21 @@ impl PyEngineConfig {
 
 #[pymethods]
 impl PyEngineConfig {
+    /// `config`: a `topocoll.sim.engine.EngineConfig`; `platform`: a
+    /// `topocoll.sim.model.Platform`; `wiring`: the packet model's
+    /// `topocoll.sim.wiring.PacketWiring`; `background`: the network noise's
+    /// endpoints of this run ([`super::config`] reads them all).
     #[new]
-    #[pyo3(signature = (model, *, sync=PySync::Deps, small=PySmall::Eager, o_send=0, o_recv=0, o_per_byte=0.0, gamma=0.0, copy=0.0,
-        eager=u64::MAX, window=0, g=0, big_g=0.0, l=0, ports=1, nic_bandwidth=0.0, sharing=PySharing::MaxMin,
-        tolerance=0, detour=PyDetour::Quiet, os_a=0, os_b=0, os_seed=0, os_start=None, os_len=None,
-        bg_endpoints=None, bg_bytes=0, bg_seed=0, trace=false, packet_bytes=2048, header_bytes=26, vcs=2,
-        buffer_packets=8, router_delay=0, allocator=PyAllocator::RoundRobin, queues=PyQueues::InputQueued,
-        injection_packets=0, eject_handling=0, link_dst=None, link_dim=None, dateline=None,
-        torus_k=None, torus_wrap=None, link_src=None, hop_kind=None, hop_classes=0, dragonfly=None,
-        ugal_seed=None, injection_fifos=0))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (config, platform, *, wiring=None, background=None))]
     fn new(
-        model: PyModel,
-        sync: PySync,
-        small: PySmall,
-        o_send: Ps,
-        o_recv: Ps,
-        o_per_byte: f64,
-        gamma: f64,
-        copy: f64,
-        eager: u64,
-        window: u32,
-        g: Ps,
-        big_g: f64,
-        l: Ps,
-        ports: usize,
-        nic_bandwidth: f64,
-        sharing: PySharing,
-        tolerance: Ps,
-        detour: PyDetour,
-        os_a: Ps,
-        os_b: Ps,
-        os_seed: u64,
-        os_start: Option<PyReadonlyArray1<u64>>,
-        os_len: Option<PyReadonlyArray1<u64>>,
-        bg_endpoints: Option<PyReadonlyArray1<u32>>,
-        bg_bytes: u64,
-        bg_seed: u64,
-        trace: bool,
-        packet_bytes: u64,
-        header_bytes: u64,
-        vcs: u8,
-        buffer_packets: u32,
-        router_delay: Ps,
-        allocator: PyAllocator,
-        queues: PyQueues,
-        injection_packets: u32,
-        eject_handling: Ps,
-        link_dst: Option<PyReadonlyArray1<u32>>,
-        link_dim: Option<PyReadonlyArray1<u8>>,
-        dateline: Option<PyReadonlyArray1<bool>>,
-        torus_k: Option<Vec<u32>>,
-        torus_wrap: Option<Vec<bool>>,
-        link_src: Option<PyReadonlyArray1<u32>>,
-        hop_kind: Option<PyReadonlyArray1<u8>>,
-        hop_classes: u8,
-        dragonfly: Option<(u64, u64, u64, u64)>,
-        ugal_seed: Option<u64>,
-        injection_fifos: u32,
+        config: Config,
+        platform: Platform,
+        wiring: Option<Wiring>,
+        background: Option<PyReadonlyArray1<u32>>,
     ) -> PyResult<Self> {
-        let per_byte = [
-            ("o_per_byte", o_per_byte),
-            ("gamma", gamma),
-            ("copy", copy),
-            ("big_g", big_g),
-            ("nic_bandwidth", nic_bandwidth),
-        ];
-        if let Some((name, v)) = per_byte.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
-            return Err(CoreError::InvalidArgument(format!(
-                "EngineConfig: {name}={v}, expected a finite value >= 0"
-            ))
-            .into());
-        }
-        if ports == 0 {
-            return Err(
-                CoreError::InvalidArgument("EngineConfig: ports=0, expected >= 1".into()).into(),
-            );
-        }
-        let model = match model {
-            PyModel::LogGops => ModelConfig::LogGops(LogGopsNic { g, big_g, l, ports }),
-            PyModel::Flow => ModelConfig::Flow {
-                sharing: match sharing {
-                    PySharing::MaxMin => Sharing::MaxMin,
-                    PySharing::Cm02 => Sharing::Cm02,
-                },
-                nic_bandwidth,
-                tolerance,
-            },
-            PyModel::Congestion => ModelConfig::Congestion,
-            PyModel::Packet => {
-                let link_dst = match link_dst {
-                    Some(a) => a.as_slice()?.to_vec(),
-                    None => return Err(CoreError::InvalidArgument(
-                        "EngineConfig: the packet model needs link_dst, the node each link enters"
-                            .into(),
-                    )
-                    .into()),
-                };
-                let cfg = PacketConfig {
-                    packet_bytes,
-                    header_bytes,
-                    vcs,
-                    buffer_packets,
-                    router_delay,
-                    allocator: match allocator {
-                        PyAllocator::RoundRobin => Allocator::RoundRobin,
-                        PyAllocator::Age => Allocator::Age,
-                    },
-                    queues: match queues {
-                        PyQueues::InputQueued => Queues::InputQueued,
-                        PyQueues::VirtualOutput => Queues::VirtualOutput,
-                    },
-                    injection_packets,
-                    link_dim: link_dim
-                        .map(|a| a.as_slice().map(|s| s.to_vec()))
-                        .transpose()?
-                        .unwrap_or_default(),
-                    dateline: dateline
-                        .map(|a| a.as_slice().map(|s| s.to_vec()))
-                        .transpose()?
-                        .unwrap_or_default(),
-                    eject_handling,
-                    hop_kind: hop_kind
-                        .map(|a| a.as_slice().map(|s| s.to_vec()))
-                        .transpose()?
-                        .unwrap_or_default(),
-                    hop_classes,
-                    ugal: match (dragonfly, ugal_seed, &link_src) {
-                        (None, None, _) => None,
-                        (Some((a, p, h, g)), Some(seed), Some(src)) => Some(UgalDragonfly::new(
-                            a,
-                            p,
-                            h,
-                            g,
-                            src.as_slice()?,
-                            &link_dst,
-                            seed,
-                        )?),
-                        _ => {
-                            return Err(CoreError::InvalidArgument(
-                                "EngineConfig: UGAL needs dragonfly, ugal_seed and link_src together".into(),
-                            )
-                            .into())
-                        }
-                    },
-                    injection_fifos,
-                    adaptive: match (torus_k, torus_wrap, &link_src) {
-                        (None, None, _) => None,
-                        (Some(k), Some(wrap), Some(src)) => Some(AdaptiveTorus::new(
-                            &k,
-                            &wrap,
-                            src.as_slice()?,
-                            &link_dst,
-                        )?),
-                        _ => {
-                            return Err(CoreError::InvalidArgument(
-                                "EngineConfig: adaptive routing needs torus_k, torus_wrap and link_src together"
-                                    .into(),
-                            )
-                            .into())
-                        }
-                    },
-                };
-                ModelConfig::Packet { cfg, link_dst }
-            }
-        };
-        let sync = match sync {
-            PySync::Deps => Sync::Deps,
-            PySync::Rounds => Sync::Rounds,
-            PySync::Barrier => Sync::Barrier,
-        };
-        let array = |a: Option<PyReadonlyArray1<u64>>| -> PyResult<Vec<u64>> {
-            Ok(a.map(|a| a.as_slice().map(|s| s.to_vec()))
-                .transpose()?
-                .unwrap_or_default())
-        };
-        let detours = match detour {
-            PyDetour::Quiet => Detours::Quiet,
-            PyDetour::Periodic => Detours::Periodic {
-                period: os_a.max(1),
-                length: os_b,
-                seed: os_seed,
-            },
-            PyDetour::Random => Detours::Random {
-                mean_gap: os_a.max(1),
-                length: os_b,
-                seed: os_seed,
-            },
-            PyDetour::Trace => {
-                let (start, length) = (array(os_start)?, array(os_len)?);
-                if start.len() != length.len() {
-                    return Err(CoreError::InvalidArgument(format!(
-                        "EngineConfig: OS-noise trace has {} starts but {} lengths",
-                        start.len(),
-                        length.len()
-                    ))
-                    .into());
-                }
-                Detours::Trace {
-                    start,
-                    length,
-                    span: os_a,
-                    seed: os_seed,
-                }
-            }
-        };
-        let bg_eps: Vec<u32> = bg_endpoints
-            .map(|a| a.as_slice().map(|s| s.to_vec()))
-            .transpose()?
-            .unwrap_or_default();
-        let background = (!bg_eps.is_empty()).then(|| Background {
-            endpoints: bg_eps,
-            bytes: bg_bytes,
-            seed: bg_seed,
-        });
-        let costs = Costs {
-            o_send,
-            o_recv,
-            o_per_byte,
-            gamma,
-            copy,
-            eager_threshold: eager,
-            small: match small {
-                PySmall::Eager => Small::Eager,
-                PySmall::Detached => Small::Detached,
-            },
-            window,
-        };
+        let bg = background.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?;
         Ok(PyEngineConfig {
-            run: RunConfig {
-                model,
-                costs,
-                sync,
-                detours,
-                background,
-                trace,
-            },
+            run: run_config(config, platform, wiring, bg)?,
         })
     }
 
@@ -732,13 +445,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngineProgram>()?;
     m.add_class::<PyEngineConfig>()?;
     m.add_class::<PyEngineOutcome>()?;
-    m.add_class::<PyModel>()?;
-    m.add_class::<PySync>()?;
-    m.add_class::<PySmall>()?;
-    m.add_class::<PySharing>()?;
-    m.add_class::<PyDetour>()?;
-    m.add_class::<PyAllocator>()?;
-    m.add_class::<PyQueues>()?;
     m.add_function(wrap_pyfunction!(engine_run, m)?)?;
     m.add_function(wrap_pyfunction!(engine_lockstep, m)?)?;
     m.add_function(wrap_pyfunction!(engine_run_streamed, m)?)?;

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod config;
 mod engine;
 mod error;
 mod kernels;

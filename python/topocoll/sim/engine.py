@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from ..schedules.pattern import CirculantPattern
 from .model import Estimate, Network, Platform, _positive, make_network
 from ..topology.torus import dimension_classes
 from .packet import PacketOptions
+from .wiring import AdaptiveTorus, DimensionOrder, HopClasses, PacketWiring, Ugal
 
 __all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
            "MAX_PORTS", "EVENT_MODELS", "SYNCS"]
@@ -278,15 +279,6 @@ class OsNoise:
         return cls("trace", seed=seed, start=tuple(np.asarray(starts)[order]),
                    lengths=tuple(np.asarray(lens)[order]))
 
-    def engine_args(self) -> dict:
-        if self.kind == "trace":
-            start = np.asarray([_ps(s) for s in self.start], dtype=np.uint64)
-            length = np.asarray([_ps(s) for s in self.lengths], dtype=np.uint64)
-            span = int((start + length).max()) if len(start) else 0
-            return dict(detour=_core.Detour.Trace, os_a=span, os_seed=self.seed, os_start=start, os_len=length)
-        detour = _core.Detour.Periodic if self.kind == "periodic" else _core.Detour.Random
-        return dict(detour=detour, os_a=_ps(self.period), os_b=_ps(self.length), os_seed=self.seed)
-
 
 def compile_program(schedule: Schedule):
     """The schedule's op program as the engine's ``EngineProgram`` (one pass
@@ -450,23 +442,14 @@ def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, n
     return net, np.ascontiguousarray(topo.bandwidth, dtype=np.float64), lat
 
 
-_CORE_MODELS = {"loggops": _core.Model.LogGops, "flow": _core.Model.Flow, "congestion": _core.Model.Congestion,
-                "packet": _core.Model.Packet}
-_CORE_ALLOCATORS = {"round-robin": _core.Allocator.RoundRobin, "age": _core.Allocator.Age}
-_CORE_QUEUES = {"input": _core.Queues.InputQueued, "voq": _core.Queues.VirtualOutput}
-_CORE_SYNCS = {"deps": _core.Sync.Deps, "rounds": _core.Sync.Rounds, "barrier": _core.Sync.Barrier}
-_CORE_SMALL = {"eager": _core.Small.Eager, "detached": _core.Small.Detached}
-_CORE_SHARING = {"maxmin": _core.Sharing.MaxMin, "cm02": _core.Sharing.Cm02}
-
-
 @dataclass(frozen=True)
 class EngineConfig:
     """Everything an engine run takes besides its source and platform, in SI
     units: the model, its options, network and OS noise, tracing.
 
-    :meth:`core` is the one place that converts it to the engine's units
-    (ps, ps per byte) and its typed input (``topocoll._core.EngineConfig``,
-    whose choices are Rust enums).
+    :meth:`core` hands it to the engine as it is (``topocoll._core.EngineConfig``
+    reads these dataclasses attribute by attribute, turns each named choice
+    into a Rust enum and converts every unit, once: ``src/bindings/config.rs``).
 
     Examples
     --------
@@ -506,46 +489,35 @@ class EngineConfig:
     def core(self, platform: Platform, network: Network, background: np.ndarray | None = None):
         """The engine's typed input for one run on ``network`` (``background``:
         the noise's endpoints of this run, from :meth:`NetworkNoise.endpoints`)."""
-        o = self.options
-        kw = dict(self.costs(platform), sync=_CORE_SYNCS[o.sync], small=_CORE_SMALL[o.small_sends], window=int(o.window), g=_ps(o.g),
-                  big_g=o.G * _PS, l=_ps(o.L), ports=int(o.ports), nic_bandwidth=float(o.nic_bandwidth),
-                  sharing=_CORE_SHARING[o.sharing], trace=bool(self.trace))
-        if self.os_noise is not None:
-            kw.update(self.os_noise.engine_args())
-        if background is not None and len(background):
-            kw.update(bg_endpoints=np.ascontiguousarray(background, dtype=np.uint32), bg_bytes=int(self.noise.bytes),
-                      bg_seed=int(self.noise.seed))
-        if self.model == "packet":
-            kw.update(self._packet(network))
-        return _core.EngineConfig(_CORE_MODELS[self.model], **kw)
+        bg = None if background is None or not len(background) else np.ascontiguousarray(background, np.uint32)
+        wiring = self._packet(network) if self.model == "packet" else None
+        try:
+            return _core.EngineConfig(self, platform, wiring=wiring, background=bg)
+        except ValueError as e:
+            raise SpecError(str(e)) from None
 
-    def _packet(self, network: Network) -> dict:
+    def _packet(self, network: Network) -> PacketWiring:
         """The packet model's parameters in the engine's units, with the
         network's torus dimensions and datelines (deadlock-free dimension
         order on rings, :func:`~topocoll.topology.torus.dimension_classes`)."""
         pk, topo = self.options.packet, network.topology
         pk.check_state(topo.n_links)
-        common = dict(packet_bytes=pk.packet_bytes, header_bytes=pk.header_bytes, vcs=pk.vcs,
-                      buffer_packets=pk.buffer_packets, router_delay=_ps(pk.router_delay),
-                      allocator=_CORE_ALLOCATORS[pk.allocator], queues=_CORE_QUEUES[pk.queues],
-                      injection_packets=pk.injection_packets, injection_fifos=pk.injection_fifos,
-                      eject_handling=_ps(pk.eject_handling),
-                      link_dst=np.ascontiguousarray(topo.dst, dtype=np.uint32))
+        link_dst = np.ascontiguousarray(topo.dst, dtype=np.uint32)
         if topo.family == "nodes" and network.router.name in ("adaptive", "ugal"):
             raise SpecError(f"packet model with routing {network.router.name} on {topo.spec}: chosen packet by "
                             "packet on the fabric alone, expected a static routing on a network with nodes "
                             "(dor, minimal, valiant, ...)")
         if network.router.name == "adaptive" and topo.family == "torus":
-            return dict(common, **_adaptive_torus(topo, pk))
+            return PacketWiring(link_dst, _adaptive_torus(topo, pk))
         fabric = topo.params["fabric"] if topo.family == "nodes" else topo
         if fabric.family == "dragonfly" and network.router.name in _DRAGONFLY_CLASSES:
-            hops = _dragonfly_hops(fabric, network.router, pk)
+            scheme = _dragonfly_hops(fabric, network.router, pk)
             if fabric is not topo:   # the nodes' links are endpoint links (kind 0), the fabric's keep theirs
                 from ..topology.nodes import fabric_link_ids
                 kind = np.zeros(topo.n_links, np.uint8)
-                kind[fabric_link_ids(topo)] = hops["hop_kind"]
-                hops["hop_kind"] = kind
-            return dict(common, **hops)
+                kind[fabric_link_ids(topo)] = scheme.hop_kind
+                scheme = replace(scheme, hop_kind=kind)
+            return PacketWiring(link_dst, scheme)
         if network.router.multipath:   # it would silently take the first path of every split route
             raise SpecError(f"packet model with routing {network.router.name}: a message split over several "
                             "paths, expected a routing with one path per message (on tori: dor, shortest, or "
@@ -554,7 +526,8 @@ class EngineConfig:
         if dateline.any() and pk.vcs < 2:
             raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "
                             "dateline's second virtual channel keeps dimension-order routing deadlock free)")
-        return dict(common, link_dim=link_dim, dateline=dateline)
+        return PacketWiring(link_dst, DimensionOrder(np.ascontiguousarray(link_dim, np.uint8),
+                                                     np.ascontiguousarray(dateline, bool)))
 
 
 #: VC classes by hop a dragonfly routing needs (``src/engine/ugal.rs``): minimal
@@ -563,7 +536,7 @@ class EngineConfig:
 _DRAGONFLY_CLASSES = {"minimal": 2, "ugal": 3, "valiant": 4}
 
 
-def _dragonfly_hops(topo, router, pk) -> dict:
+def _dragonfly_hops(topo, router, pk) -> HopClasses | Ugal:
     """VCs by hop class on a dragonfly (deadlock free: a class never falls
     along a route and within one only local → global waits), and UGAL-L's
     geometry for ``routing ugal`` (Kim et al. 2008 §4.2)."""
@@ -577,16 +550,14 @@ def _dragonfly_hops(topo, router, pk) -> dict:
     endpoint = (src < n) | (dst < n)
     same_group = (src - n) // a == (dst - n) // a
     kind = np.where(endpoint, 0, np.where(same_group, 1, 2)).astype(np.uint8)
-    out = dict(hop_kind=kind, hop_classes=classes)
     if name == "ugal":
         P = topo.params
-        out.update(dragonfly=(int(P["a"]), int(P["p"]), int(P["h"]), int(P["g"])),
-                   ugal_seed=int(router.options.get("seed", 0)),
-                   link_src=np.ascontiguousarray(topo.src, dtype=np.uint32))
-    return out
+        return Ugal(kind, classes, (int(P["a"]), int(P["p"]), int(P["h"]), int(P["g"])),
+                    int(router.options.get("seed", 0)), np.ascontiguousarray(topo.src, dtype=np.uint32))
+    return HopClasses(kind, classes)
 
 
-def _adaptive_torus(topo, pk) -> dict:
+def _adaptive_torus(topo, pk) -> AdaptiveTorus:
     """Minimal adaptive routing packet by packet on a torus or mesh (Blue
     Gene/L's, all-to-all paper §3.1): JSQ over the dynamic VCs 1..vcs−1 and a
     dimension-order escape VC 0 with bubble flow control
@@ -598,8 +569,8 @@ def _adaptive_torus(topo, pk) -> dict:
     if rings and pk.buffer_packets < 2:
         raise SpecError(f"packet model with adaptive routing on {topo.spec}: buffer_packets={pk.buffer_packets}, "
                         "expected at least 2 (the escape channel's bubble keeps one packet slot free in every ring)")
-    return dict(torus_k=[int(k) for k in topo.params["k"]], torus_wrap=[bool(w) for w in topo.params["wrap"]],
-                link_src=np.ascontiguousarray(topo.src, dtype=np.uint32))
+    return AdaptiveTorus(tuple(int(k) for k in topo.params["k"]), tuple(bool(w) for w in topo.params["wrap"]),
+                         np.ascontiguousarray(topo.src, dtype=np.uint32))
 
 
 def simulate(source, platform: Platform = Platform(), config: EngineConfig | None = None, *,

@@ -296,19 +296,31 @@ def test_every_algorithm_runs_under_every_model_sync_and_protocol(info, p):
                         assert tr["end"][deps].max() <= tr["start"][i] + 1e-15
 
 
-def test_the_engine_takes_one_typed_config_and_returns_a_typed_outcome():
-    """One input object whose choices are Rust enums (a string is refused by
-    the type), and a typed result read by attribute, not by key."""
+def test_the_engine_takes_the_dataclasses_themselves_and_returns_a_typed_outcome():
+    """The configuration crosses as Python's dataclasses, read attribute by
+    attribute (``src/bindings/config.rs``): something else is refused by
+    type, a named choice the engine does not know in one line naming it;
+    the result is typed, read by attribute, not by key."""
+    import dataclasses
     from topocoll import _core
     from topocoll.sim import EngineConfig
     from topocoll.sim.engine import compile_program, platform_network
 
     sched = generate("allreduce", "ring", 4, count=4, itemsize=8)
+    with pytest.raises((TypeError, AttributeError)):
+        _core.EngineConfig("flow", ABG)
     with pytest.raises(TypeError):
-        _core.EngineConfig("flow")
-    with pytest.raises(TypeError):
-        _core.EngineConfig(_core.Model.Flow, sync="rounds")
+        _core.EngineConfig(EngineConfig("flow"))   # no platform
     config = EngineConfig("flow", EngineOptions(sync="rounds"))
+    bad = dataclasses.replace(config, options=object.__new__(EngineOptions))
+    object.__setattr__(bad.options, "__dict__", {**config.options.__dict__, "sync": "lockstep"})
+    with pytest.raises(TypeError, match="Config.options") as err:
+        _core.EngineConfig(bad, ABG)
+    causes, e = [], err.value
+    while e is not None:
+        causes.append(str(e))
+        e = e.__cause__
+    assert 'sync="lockstep", expected one of deps, rounds, barrier' in causes[-1], causes
     net, bandwidth, latency = platform_network(ABG, 4)
     core = config.core(ABG, net)
     assert "Flow" in repr(core) and "Rounds" in repr(core)

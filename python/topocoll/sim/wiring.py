@@ -1,0 +1,69 @@
+"""What the packet model needs to know of a network beyond its links
+(``src/bindings/config.rs`` reads these dataclasses as they are).
+
+A :class:`PacketWiring` is each link's destination node and one routing
+scheme. The schemes are exclusive, so each is its own class and a
+combination the engine cannot run (a dateline without dimension order,
+UGAL without its dragonfly) cannot be built:
+
+- ``None``: every packet follows its message's static route, one VC class;
+- :class:`DimensionOrder`: static dimension-order routes on a torus, with
+  datelines that move a packet to its dimension's second VC class (Dally &
+  Seitz 1987);
+- :class:`HopClasses`: a dragonfly's static routes, VCs by hop class;
+- :class:`Ugal`: UGAL-L on a dragonfly (Kim et al. 2008 §4.2): hop classes
+  plus the dragonfly's geometry and the seed of its Valiant choices;
+- :class:`AdaptiveTorus`: minimal adaptive routing packet by packet on a
+  torus or mesh (Blue Gene/L's, all-to-all paper §3.1), VC 0 the
+  dimension-order escape channel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PacketWiring", "DimensionOrder", "HopClasses", "Ugal", "AdaptiveTorus"]
+
+
+@dataclass(frozen=True)
+class DimensionOrder:
+    #: per link its torus dimension (255: not a torus link)
+    link_dim: np.ndarray
+    #: per link whether it crosses a dateline
+    dateline: np.ndarray
+
+
+@dataclass(frozen=True)
+class HopClasses:
+    #: per link its hop kind: 0 endpoint, 1 local, 2 global
+    hop_kind: np.ndarray
+    #: VC classes the routes need
+    classes: int
+
+
+@dataclass(frozen=True)
+class Ugal:
+    hop_kind: np.ndarray
+    classes: int
+    #: the dragonfly's (a, p, h, g)
+    geometry: tuple[int, int, int, int]
+    seed: int
+    #: per link its source node
+    link_src: np.ndarray
+
+
+@dataclass(frozen=True)
+class AdaptiveTorus:
+    #: ring sizes and whether each dimension wraps
+    k: tuple[int, ...]
+    wrap: tuple[bool, ...]
+    link_src: np.ndarray
+
+
+@dataclass(frozen=True)
+class PacketWiring:
+    #: per link the node it enters
+    link_dst: np.ndarray
+    scheme: DimensionOrder | HopClasses | Ugal | AdaptiveTorus | None = None

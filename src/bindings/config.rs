@@ -1,0 +1,403 @@
+//! The typed edge of a run's configuration: `topocoll.sim.engine`'s
+//! dataclasses cross as themselves, read attribute by attribute
+//! (`FromPyObject`), and become the core's [`RunConfig`] here, once.
+//!
+//! - `EngineConfig(model, options, noise, os_noise, trace)` with its
+//!   `EngineOptions` and `PacketOptions` (SI units: s, s per byte, B/s),
+//!   a `Platform` (α, reduction bandwidth), and for the packet model a
+//!   `PacketWiring` (`topocoll.sim.wiring`): the network facts the model
+//!   needs, whose routing scheme is one of four classes, so that a VC
+//!   scheme without its routing (or the reverse) cannot be built;
+//! - names of exclusive choices (`"rounds"`, `"cm02"`, `"age"`, ...) become
+//!   Rust enums here, and an unknown one is a one-line `ValueError`;
+//! - every unit conversion (s → ps, B/s → ps per byte) is here and only
+//!   here. Defaults and bounds live in the dataclasses (Python validates
+//!   each value when it is built, with the user's words); this side takes
+//!   every field as given and checks only what would break the engine.
+
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::engine::adaptive::AdaptiveTorus;
+use crate::engine::config::{ModelConfig, RunConfig};
+use crate::engine::core::{Background, Costs, Small, Sync};
+use crate::engine::fabric::{Ps, PS_PER_S};
+use crate::engine::flow::Sharing;
+use crate::engine::loggops::LogGopsNic;
+use crate::engine::noise::Detours;
+use crate::engine::packet::{Allocator, PacketConfig, Queues};
+use crate::engine::ugal::UgalDragonfly;
+
+/// Seconds to ps as Python's `int(round(s * 1e12))` (ties to even), 0 for
+/// s ≤ 0.
+fn ps(seconds: f64) -> Ps {
+    if seconds > 0.0 {
+        (seconds * PS_PER_S).round_ties_even() as Ps
+    } else {
+        0
+    }
+}
+
+/// One of `names` (the Python spelling of each variant), else a one-line
+/// error naming the value and what was expected.
+fn named<T: Copy>(ob: &Bound<'_, PyAny>, what: &str, names: &[(&str, T)]) -> PyResult<T> {
+    let s: String = ob.extract()?;
+    names.iter().find(|(n, _)| *n == s).map(|(_, v)| *v).ok_or_else(|| {
+        let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+        PyValueError::new_err(format!("{what}={s:?}, expected one of {}", all.join(", ")))
+    })
+}
+
+/// The event-driven models (`topocoll.sim.engine.EVENT_MODELS`).
+#[derive(Clone, Copy)]
+enum Model {
+    LogGops,
+    Flow,
+    Congestion,
+    Packet,
+}
+
+macro_rules! from_name {
+    ($t:ty, $what:literal, [$(($n:literal, $v:expr)),+ $(,)?]) => {
+        impl<'py> FromPyObject<'py> for $t {
+            fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+                named(ob, $what, &[$(($n, $v)),+])
+            }
+        }
+    };
+}
+
+from_name!(Model, "model", [("loggops", Model::LogGops), ("flow", Model::Flow),
+    ("congestion", Model::Congestion), ("packet", Model::Packet)]);
+from_name!(Sync, "sync", [("deps", Sync::Deps), ("rounds", Sync::Rounds), ("barrier", Sync::Barrier)]);
+from_name!(Small, "small_sends", [("eager", Small::Eager), ("detached", Small::Detached)]);
+from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
+from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
+from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
+
+/// `topocoll.sim.engine.EngineOptions`.
+#[derive(FromPyObject)]
+struct Options {
+    sync: Sync,
+    o_recv: f64,
+    o_per_byte: f64,
+    g: f64,
+    #[pyo3(attribute("G"))]
+    big_g: f64,
+    #[pyo3(attribute("L"))]
+    l: f64,
+    eager: u64,
+    small_sends: Small,
+    ports: usize,
+    nic_bandwidth: f64,
+    sharing: Sharing,
+    copy_bandwidth: f64,
+    window: u32,
+    packet: Packet,
+}
+
+/// `topocoll.sim.packet.PacketOptions`.
+#[derive(FromPyObject)]
+struct Packet {
+    packet_bytes: u64,
+    header_bytes: u64,
+    vcs: u8,
+    buffer_packets: u32,
+    router_delay: f64,
+    allocator: Allocator,
+    queues: Queues,
+    injection_packets: u32,
+    injection_fifos: u32,
+    eject_handling: f64,
+}
+
+/// `topocoll.sim.model.Platform` (what the engine reads of it).
+#[derive(FromPyObject)]
+pub(crate) struct Platform {
+    alpha: f64,
+    reduce_bandwidth: f64,
+}
+
+/// `topocoll.sim.engine.NetworkNoise` (its endpoints are drawn per run and
+/// cross beside it).
+#[derive(FromPyObject)]
+struct Noise {
+    bytes: u64,
+    seed: u64,
+}
+
+/// `topocoll.sim.engine.OsNoise`: one of three kinds, each with its own
+/// parameters (no field changes meaning with the kind).
+struct OsNoiseArg(Detours);
+
+impl<'py> FromPyObject<'py> for OsNoiseArg {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let kind: String = ob.getattr("kind")?.extract()?;
+        let seed: u64 = ob.getattr("seed")?.extract()?;
+        let get = |name: &str| -> PyResult<f64> { ob.getattr(name)?.extract() };
+        Ok(OsNoiseArg(match kind.as_str() {
+            "periodic" => Detours::Periodic {
+                period: ps(get("period")?).max(1),
+                length: ps(get("length")?),
+                seed,
+            },
+            "random" => Detours::Random {
+                mean_gap: ps(get("period")?).max(1),
+                length: ps(get("length")?),
+                seed,
+            },
+            "trace" => {
+                let start: Vec<Ps> = ob
+                    .getattr("start")?
+                    .extract::<Vec<f64>>()?
+                    .into_iter()
+                    .map(ps)
+                    .collect();
+                let length: Vec<Ps> = ob
+                    .getattr("lengths")?
+                    .extract::<Vec<f64>>()?
+                    .into_iter()
+                    .map(ps)
+                    .collect();
+                if start.len() != length.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "OsNoise: {} starts but {} lengths, expected one length per start",
+                        start.len(),
+                        length.len()
+                    )));
+                }
+                let span = start.iter().zip(&length).map(|(s, l)| s + l).max().unwrap_or(0);
+                Detours::Trace {
+                    start,
+                    length,
+                    span,
+                    seed,
+                }
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "OsNoise: kind={other:?}, expected one of periodic, random, trace"
+                )))
+            }
+        }))
+    }
+}
+
+/// `topocoll.sim.engine.EngineConfig`.
+#[derive(FromPyObject)]
+pub(crate) struct Config {
+    model: Model,
+    options: Options,
+    noise: Option<Noise>,
+    os_noise: Option<OsNoiseArg>,
+    trace: bool,
+}
+
+/// How packets are routed and which VC class a hop takes: one of the
+/// classes of `topocoll.sim.wiring` (or None: static routes, one class).
+enum Scheme {
+    Plain,
+    /// Dimension order on a torus: each link's dimension, and datelines.
+    DimensionOrder { link_dim: Vec<u8>, dateline: Vec<bool> },
+    /// A dragonfly's static routes, VCs by hop class.
+    HopClasses { hop_kind: Vec<u8>, classes: u8 },
+    /// UGAL-L on a dragonfly: hop classes plus its geometry.
+    Ugal {
+        hop_kind: Vec<u8>,
+        classes: u8,
+        geometry: (u64, u64, u64, u64),
+        seed: u64,
+        link_src: Vec<u32>,
+    },
+    /// Minimal adaptive routing on a torus (VC 0 the escape channel).
+    AdaptiveTorus { k: Vec<u32>, wrap: Vec<bool>, link_src: Vec<u32> },
+}
+
+fn array<T: numpy::Element + Copy>(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<T>> {
+    let a: PyReadonlyArray1<T> = ob.getattr(name)?.extract()?;
+    Ok(a.as_slice()?.to_vec())
+}
+
+impl<'py> FromPyObject<'py> for Scheme {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if ob.is_none() {
+            return Ok(Scheme::Plain);
+        }
+        let class: String = ob.get_type().getattr("__name__")?.extract()?;
+        Ok(match class.as_str() {
+            "DimensionOrder" => Scheme::DimensionOrder {
+                link_dim: array(ob, "link_dim")?,
+                dateline: array(ob, "dateline")?,
+            },
+            "HopClasses" => Scheme::HopClasses {
+                hop_kind: array(ob, "hop_kind")?,
+                classes: ob.getattr("classes")?.extract()?,
+            },
+            "Ugal" => Scheme::Ugal {
+                hop_kind: array(ob, "hop_kind")?,
+                classes: ob.getattr("classes")?.extract()?,
+                geometry: ob.getattr("geometry")?.extract()?,
+                seed: ob.getattr("seed")?.extract()?,
+                link_src: array(ob, "link_src")?,
+            },
+            "AdaptiveTorus" => Scheme::AdaptiveTorus {
+                k: ob.getattr("k")?.extract()?,
+                wrap: ob.getattr("wrap")?.extract()?,
+                link_src: array(ob, "link_src")?,
+            },
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "PacketWiring: scheme {other}, expected None, DimensionOrder, HopClasses, Ugal or AdaptiveTorus"
+                )))
+            }
+        })
+    }
+}
+
+/// `topocoll.sim.wiring.PacketWiring`: each link's destination node and the
+/// routing scheme.
+pub(crate) struct Wiring {
+    link_dst: Vec<u32>,
+    scheme: Scheme,
+}
+
+impl<'py> FromPyObject<'py> for Wiring {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        Ok(Wiring {
+            link_dst: array(ob, "link_dst")?,
+            scheme: ob.getattr("scheme")?.extract()?,
+        })
+    }
+}
+
+impl Packet {
+    fn config(&self, wiring: Wiring) -> PyResult<(PacketConfig, Vec<u32>)> {
+        let link_dst = wiring.link_dst;
+        let mut cfg = PacketConfig {
+            packet_bytes: self.packet_bytes,
+            header_bytes: self.header_bytes,
+            vcs: self.vcs,
+            buffer_packets: self.buffer_packets,
+            router_delay: ps(self.router_delay),
+            allocator: self.allocator,
+            queues: self.queues,
+            injection_packets: self.injection_packets,
+            link_dim: vec![],
+            dateline: vec![],
+            eject_handling: ps(self.eject_handling),
+            hop_kind: vec![],
+            hop_classes: 0,
+            ugal: None,
+            injection_fifos: self.injection_fifos,
+            adaptive: None,
+        };
+        match wiring.scheme {
+            Scheme::Plain => {}
+            Scheme::DimensionOrder { link_dim, dateline } => {
+                cfg.link_dim = link_dim;
+                cfg.dateline = dateline;
+            }
+            Scheme::HopClasses { hop_kind, classes } => {
+                cfg.hop_kind = hop_kind;
+                cfg.hop_classes = classes;
+            }
+            Scheme::Ugal {
+                hop_kind,
+                classes,
+                geometry: (a, p, h, g),
+                seed,
+                link_src,
+            } => {
+                cfg.ugal = Some(UgalDragonfly::new(a, p, h, g, &link_src, &link_dst, seed)?);
+                cfg.hop_kind = hop_kind;
+                cfg.hop_classes = classes;
+            }
+            Scheme::AdaptiveTorus { k, wrap, link_src } => {
+                cfg.adaptive = Some(AdaptiveTorus::new(&k, &wrap, &link_src, &link_dst)?);
+            }
+        }
+        Ok((cfg, link_dst))
+    }
+}
+
+/// The core's [`RunConfig`] of `config` on `platform`; `wiring` for the
+/// packet model, `background` the noise's endpoints of this run.
+pub(crate) fn run_config(
+    config: Config,
+    platform: Platform,
+    wiring: Option<Wiring>,
+    background: Option<Vec<u32>>,
+) -> PyResult<RunConfig> {
+    let o = &config.options;
+    if o.ports == 0 {
+        return Err(PyValueError::new_err("EngineOptions: ports=0, expected >= 1"));
+    }
+    if !(platform.reduce_bandwidth > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "Platform: reduce_bandwidth={}, expected > 0 B/s",
+            platform.reduce_bandwidth
+        )));
+    }
+    let model = match config.model {
+        Model::LogGops => ModelConfig::LogGops(LogGopsNic {
+            g: ps(o.g),
+            big_g: o.big_g * PS_PER_S,
+            l: ps(o.l),
+            ports: o.ports,
+        }),
+        Model::Flow => ModelConfig::Flow {
+            sharing: o.sharing,
+            nic_bandwidth: o.nic_bandwidth,
+            tolerance: 0,
+        },
+        Model::Congestion => ModelConfig::Congestion,
+        Model::Packet => {
+            let wiring = wiring.ok_or_else(|| {
+                PyValueError::new_err("EngineConfig: the packet model needs its PacketWiring")
+            })?;
+            let (cfg, link_dst) = o.packet.config(wiring)?;
+            ModelConfig::Packet { cfg, link_dst }
+        }
+    };
+    let costs = Costs {
+        o_send: ps(platform.alpha),
+        o_recv: ps(o.o_recv),
+        o_per_byte: o.o_per_byte * PS_PER_S,
+        gamma: PS_PER_S / platform.reduce_bandwidth,
+        copy: if o.copy_bandwidth > 0.0 {
+            PS_PER_S / o.copy_bandwidth
+        } else {
+            0.0
+        },
+        eager_threshold: o.eager,
+        small: o.small_sends,
+        window: o.window,
+    };
+    let per_byte = [
+        ("o_per_byte", costs.o_per_byte),
+        ("gamma", costs.gamma),
+        ("copy", costs.copy),
+    ];
+    if let Some((name, v)) = per_byte.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "EngineConfig: {name}={v} ps/B, expected a finite value >= 0"
+        )));
+    }
+    let background = match (background, &config.noise) {
+        (Some(eps), Some(n)) if !eps.is_empty() => Some(Background {
+            endpoints: eps,
+            bytes: n.bytes,
+            seed: n.seed,
+        }),
+        _ => None,
+    };
+    Ok(RunConfig {
+        model,
+        costs,
+        sync: o.sync,
+        detours: config.os_noise.map_or(Detours::Quiet, |d| d.0),
+        background,
+        trace: config.trace,
+    })
+}
