@@ -55,20 +55,30 @@ def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
 
 
 #: engine flags a machine profile (``--profile``) can set: argparse dest, EngineOptions field, built-in default
-_ENGINE_FLAGS = (("eager", "eager", 65536), ("o_recv", "o_recv", 0.0), ("gap", "g", 0.0),
-                 ("gap_per_byte", "G", 0.0), ("latency", "L", 0.0))
+#: (each default read from :class:`EngineOptions`, its one home)
+_ENGINE_FLAGS = tuple((dest, name, EngineOptions.__dataclass_fields__[name].default)
+                      for dest, name in (("eager", "eager"), ("o_recv", "o_recv"), ("gap", "g"),
+                                         ("gap_per_byte", "G"), ("latency", "L")))
+
+
+def _packet_int(name: str):
+    """The argparse type of an integer packet option: its bounds and unit
+    from :mod:`.packet` (their one home), the error in the same words."""
+    from .packet import _BOUNDS, _UNITS
+    return bounded_int(*_BOUNDS[name], what=_UNITS[name])
+
+
 #: the packet model's flags: flag, PacketOptions field, type, help
 _PACKET_FLAGS = (
-    ("--packet-bytes", "packet_bytes", bounded_int(1, 1 << 16, what="payload bytes per packet"),
-     "payload bytes per packet (the MTU)"),
-    ("--header-bytes", "header_bytes", bounded_int(0, 4096, what="header bytes per packet"), "header bytes per packet"),
-    ("--vcs", "vcs", bounded_int(1, 16, what="virtual channels per link"), "virtual channels per link"),
-    ("--buffer-packets", "buffer_packets", bounded_int(1, 4096, what="packets per VC buffer"),
+    ("--packet-bytes", "packet_bytes", _packet_int("packet_bytes"), "payload bytes per packet (the MTU)"),
+    ("--header-bytes", "header_bytes", _packet_int("header_bytes"), "header bytes per packet"),
+    ("--vcs", "vcs", _packet_int("vcs"), "virtual channels per link"),
+    ("--buffer-packets", "buffer_packets", _packet_int("buffer_packets"),
      "input buffer depth per virtual channel, in packets"),
     ("--router-delay", "router_delay", finite_float(unit="s"), "delay through a switch, s"),
     ("--allocator", "allocator", str, "switch allocation: round-robin or age"),
     ("--queues", "queues", str, "input (FIFO per VC: head-of-line blocking) or voq (virtual output queues)"),
-    ("--injection-packets", "injection_packets", bounded_int(0, 1 << 20, what="packets per injection FIFO"),
+    ("--injection-packets", "injection_packets", _packet_int("injection_packets"),
      "NIC injection FIFO depth in packets, 0 = no limit"),
     ("--eject-handling", "eject_handling", finite_float(unit="s"),
      "receiving NIC's time per packet, s (0 = consumed at link rate)"),
