@@ -241,6 +241,18 @@ class ArrayPattern:
         return self._ops
 
     # ---- classes, recorded once for all their ranks
+    def op_count(self) -> int:
+        """Members × steps, summed over the classes of alike ranks (exact)."""
+        return sum(len(members) * len(b.steps) for members, b, _ in self.classes())
+
+    def round_sizes(self) -> list[int]:
+        """Per round (in round order) the ops of every class's members in it."""
+        per: dict[int, int] = {}
+        for members, b, _ in self.classes():
+            for st in b.steps:
+                per[st.round] = per.get(st.round, 0) + len(members)
+        return [per[r] for r in sorted(per)]
+
     def classes(self) -> list[tuple[np.ndarray, ArrayBuilder, list[tuple[int, ...]]]]:
         """``(ranks, builder, deps)`` per class, in order of its lowest rank;
         ``deps`` are the first rank's dependencies (local op indices)."""

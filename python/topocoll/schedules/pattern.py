@@ -30,7 +30,8 @@ Dependencies are derived once, by data flow, in
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections import Counter
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -52,6 +53,21 @@ def buffers_of(ops: Sequence[Sequence[Op]]) -> tuple[str, ...]:
                 names.setdefault(op.dst)
                 names.setdefault(op.src)
     return tuple(names)
+
+
+class Pattern(Protocol):
+    """What every pattern tells the simulator without building its program:
+    how many ops it has and how they fall into rounds (the memory estimate
+    and the choice between the whole and the streamed program,
+    ``topocoll.sim.engine``)."""
+
+    p: int
+
+    def op_count(self) -> int:
+        """Ops of the whole program."""
+
+    def round_sizes(self) -> list[int]:
+        """Ops of each round, every rank (an estimate where ranks differ)."""
 
 
 class OpsPattern:
@@ -84,6 +100,17 @@ class OpsPattern:
 
     def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
         return chunks_from_ops(self.all_ops(), self.buffers(), block_bytes)
+
+    def op_count(self) -> int:
+        """P × rank 0's ops (exact where ranks are alike; no other rank built)."""
+        return self.p * len(self.ops_for(0))
+
+    def round_sizes(self) -> list[int]:
+        """:meth:`op_count` spread evenly over rank 0's rounds: ranks differ
+        (e.g. direct all-to-all: rank t posts P − 1 receives in round t only),
+        so the mean round stands for each."""
+        rounds = len({op.round for op in self.ops_for(0)})
+        return [-(-self.op_count() // max(rounds, 1))] * rounds
 
 
 class RankwisePattern(OpsPattern):
@@ -227,6 +254,15 @@ class CirculantPattern:
                 src_blocks = op.src_blocks if fixed else _blocks([blk(x, rank) for x in step[5]])
                 out.append(Copy(op.dst, op.src, blocks, src_blocks, op.round, op.deps))
         return out
+
+    def op_count(self) -> int:
+        """Ranks × the template's steps (every rank runs every step)."""
+        return self.p * len(self.t.steps)
+
+    def round_sizes(self) -> list[int]:
+        """Per round (in round order) ranks × the template's steps in it."""
+        per = Counter(step[1] for step in self.t.steps)
+        return [self.p * per[r] for r in sorted(per)]
 
     def _built(self, rank: int) -> list[Op]:
         b = RankBuilder()

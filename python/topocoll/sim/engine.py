@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import _core
 from ..errors import ScheduleError, SpecError
-from ..schedules.arraypattern import ArrayPattern
 from ..schedules.ir import Schedule
-from ..schedules.pattern import CirculantPattern
+from ..schedules.pattern import Pattern
 from .model import Estimate, Network, Platform, _positive, make_network
 from ..topology.torus import dimension_classes
 from .packet import PacketOptions
@@ -751,34 +749,21 @@ def check_memory(source, streamed: bool) -> None:
 
 
 def largest_round_ops(source) -> int:
-    """Ops of ``source``'s largest round, counted as :func:`estimated_ops`
-    counts; for rank-wise patterns (whose ranks differ) the mean round."""
-    pattern = getattr(source, "pattern", None)
-    if isinstance(pattern, CirculantPattern):
-        return source.p * max(Counter(step[1] for step in pattern.t.steps).values(), default=0)
-    if isinstance(pattern, ArrayPattern):
-        per_round: Counter = Counter()
-        for members, b, _ in pattern.classes():
-            for st in b.steps:
-                per_round[st.round] += len(members)
-        return max(per_round.values(), default=0)
-    if pattern is not None:   # ranks differ (e.g. direct all-to-all: rank t posts P − 1 receives in round t only)
-        rounds = len({op.round for op in pattern.ops_for(0)})
-        return -(-estimated_ops(source) // max(rounds, 1))
+    """Ops of ``source``'s largest round (:meth:`Pattern.round_sizes`; for
+    rank-wise patterns, whose ranks differ, the mean round)."""
+    pattern: Pattern | None = getattr(source, "pattern", None)
+    if pattern is not None:
+        return max(pattern.round_sizes(), default=0)
     return estimated_ops(source)
 
 
 def estimated_ops(source) -> int:
-    """Ops in ``source``'s program, counted without building it: exact for
-    circulant and array patterns (ranks × template steps; classes × their
-    steps) and GOAL programs, P × rank 0's ops for rank-wise patterns."""
-    pattern = getattr(source, "pattern", None)
-    if isinstance(pattern, CirculantPattern):
-        return source.p * len(pattern.t.steps)
-    if isinstance(pattern, ArrayPattern):
-        return sum(len(members) * len(b.steps) for members, b, _ in pattern.classes())
+    """Ops in ``source``'s program, counted without building it
+    (:meth:`Pattern.op_count`: exact for circulant and array patterns, P ×
+    rank 0's ops for rank-wise ones) or a GOAL program's length."""
+    pattern: Pattern | None = getattr(source, "pattern", None)
     if pattern is not None:
-        return source.p * len(pattern.ops_for(0))
+        return pattern.op_count()
     return len(source) if hasattr(source, "__len__") else 0
 
 
