@@ -333,7 +333,7 @@ pub(crate) fn run_config(
     if o.ports == 0 {
         return Err(PyValueError::new_err("EngineOptions: ports=0, expected >= 1"));
     }
-    if !(platform.reduce_bandwidth > 0.0) {
+    if platform.reduce_bandwidth.is_nan() || platform.reduce_bandwidth <= 0.0 {
         return Err(PyValueError::new_err(format!(
             "Platform: reduce_bandwidth={}, expected > 0 B/s",
             platform.reduce_bandwidth

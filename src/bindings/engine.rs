@@ -276,6 +276,17 @@ fn engine_run(
 /// The rounds of a Python iterator of tuples `(rank u32, kind u8, peer u32,
 /// tag i64, nbytes u64, dep_ptr u64, dep_idx u64)`, taken with the GIL one
 /// at a time; an exception raised by the iterator is kept and re-raised.
+/// One round's columns as `engine_run_streamed`'s iterator yields them.
+type ChunkColumns<'py> = (
+    PyReadonlyArray1<'py, u32>,
+    PyReadonlyArray1<'py, u8>,
+    PyReadonlyArray1<'py, u32>,
+    PyReadonlyArray1<'py, i64>,
+    PyReadonlyArray1<'py, u64>,
+    PyReadonlyArray1<'py, u64>,
+    PyReadonlyArray1<'py, u64>,
+);
+
 struct PyChunks {
     iter: Py<PyAny>,
     error: Option<PyErr>,
@@ -289,15 +300,7 @@ impl ChunkSource for PyChunks {
                     return Ok(None);
                 };
                 let item = item?;
-                let (rank, kind, peer, tag, nbytes, dep_ptr, dep_idx): (
-                    PyReadonlyArray1<u32>,
-                    PyReadonlyArray1<u8>,
-                    PyReadonlyArray1<u32>,
-                    PyReadonlyArray1<i64>,
-                    PyReadonlyArray1<u64>,
-                    PyReadonlyArray1<u64>,
-                    PyReadonlyArray1<u64>,
-                ) = item.extract()?;
+                let (rank, kind, peer, tag, nbytes, dep_ptr, dep_idx): ChunkColumns = item.extract()?;
                 Ok(Some(Chunk {
                     rank: rank.as_slice()?.to_vec(),
                     kind: kind.as_slice()?.to_vec(),

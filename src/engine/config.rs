@@ -6,7 +6,7 @@
 //! [`super::core`].
 
 use super::congestion::RoundFixed;
-use super::core::{Background, Costs, Outcome, Sync};
+use super::core::{Background, Costs, Outcome, Setup, Sync};
 use super::fabric::{Fabric, Links, Message, Ps, RoundMessage};
 use super::flow::{FlowConfig, FlowFabric, Sharing};
 use super::loggops::{LogGopsNic, Reservation};
@@ -19,8 +19,10 @@ use super::RouterRoutes;
 use crate::error::CoreError;
 use crate::routing::Router;
 
-/// The network model of a run and its parameters.
+/// The network model of a run and its parameters (one per run: its
+/// variants' sizes do not matter).
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum ModelConfig {
     LogGops(LogGopsNic),
     Flow {
@@ -70,6 +72,7 @@ pub struct Ran {
 
 /// The fabric a [`ModelConfig`] names (one enum so that the loop is
 /// monomorphised once, not once per model and store).
+#[allow(clippy::large_enum_variant)]
 pub enum AnyFabric<'a> {
     LogGops(Reservation),
     Flow(FlowFabric),
@@ -214,6 +217,38 @@ impl Fabric for AnyFabric<'_> {
     }
 }
 
+/// Build `cfg`'s fabric on `links` of `router`'s network, the routes, OS
+/// noise and background of a run of `n_ranks` ranks on endpoints `order`,
+/// and run `go` on them (either store's entry point); the fabric's own
+/// explanation of a failure goes first.
+fn run_on<'a, T>(
+    n_ranks: u32,
+    router: &'a Router,
+    links: &'a Links,
+    order: &[u32],
+    cfg: &RunConfig,
+    per_message: bool,
+    go: impl FnOnce(Setup) -> Result<T, CoreError>,
+) -> Result<(T, AnyFabric<'a>), CoreError> {
+    let bg = cfg.background.as_ref();
+    let mut f = AnyFabric::build(&cfg.model, links, router, bg, per_message)?;
+    let mut routes = RouterRoutes::new(router);
+    let mut os = OsNoise::new(cfg.detours.clone(), n_ranks as usize);
+    let background = f.loop_background(bg);
+    let ran = go(Setup {
+        n_ranks,
+        order,
+        costs: &cfg.costs,
+        fabric: &mut f,
+        routes: &mut routes,
+        os: &mut os,
+        background,
+        trace: cfg.trace,
+    });
+    let ran = f.checked(ran)?;
+    Ok((ran, f))
+}
+
 /// Simulate the whole program `prog` (matched by `m`) on `router`'s
 /// network with `links`, rank r on endpoint `order[r]`.
 pub fn run_whole(
@@ -224,24 +259,8 @@ pub fn run_whole(
     order: &[u32],
     cfg: &RunConfig,
 ) -> Result<Ran, CoreError> {
-    let bg = cfg.background.as_ref();
-    let mut f = AnyFabric::build(&cfg.model, links, router, bg, true)?;
-    let mut routes = RouterRoutes::new(router);
-    let mut os = OsNoise::new(cfg.detours.clone(), prog.n_ranks as usize);
-    let loop_bg = f.loop_background(bg);
-    let ran = simulate(
-        prog,
-        m,
-        order,
-        &cfg.costs,
-        cfg.sync,
-        &mut f,
-        &mut routes,
-        &mut os,
-        loop_bg,
-        cfg.trace,
-    );
-    let out = f.checked(ran)?;
+    let go = |s: Setup<'_>| simulate(prog, m, cfg.sync, s);
+    let (out, f) = run_on(prog.n_ranks, router, links, order, cfg, true, go)?;
     Ok(f.finish(out))
 }
 
@@ -256,25 +275,9 @@ pub fn run_streamed(
     order: &[u32],
     cfg: &RunConfig,
 ) -> Result<Result<(Ran, StreamStats), String>, CoreError> {
-    let bg = cfg.background.as_ref();
-    let mut f = AnyFabric::build(&cfg.model, links, router, bg, cfg.trace)?;
-    let mut routes = RouterRoutes::new(router);
-    let mut os = OsNoise::new(cfg.detours.clone(), n_ranks as usize);
-    let loop_bg = f.loop_background(bg);
-    let ran = simulate_streamed(
-        n_ranks,
-        source,
-        order,
-        &cfg.costs,
-        cfg.sync,
-        &mut f,
-        &mut routes,
-        &mut os,
-        loop_bg,
-        cfg.trace,
-    );
-    Ok(match f.checked(ran)? {
-        Streamed::Done(out, stats) => Ok((f.finish(out), stats)),
-        Streamed::Late(why) => Err(why),
+    let go = |s: Setup<'_>| simulate_streamed(source, cfg.sync, s);
+    Ok(match run_on(n_ranks, router, links, order, cfg, cfg.trace, go)? {
+        (Streamed::Done(out, stats), f) => Ok((f.finish(out), stats)),
+        (Streamed::Late(why), _) => Err(why),
     })
 }

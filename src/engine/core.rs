@@ -399,10 +399,17 @@ pub struct Core<'a, S: OpStore> {
 }
 
 impl<'a, S: OpStore> Core<'a, S> {
-    pub fn new(store: S, s: Setup<'a>) -> Self {
+    pub fn new(store: S, s: Setup<'a>) -> Result<Self, CoreError> {
+        if s.order.len() != s.n_ranks as usize {
+            return Err(CoreError::InvalidArgument(format!(
+                "simulate: order has {} entries, expected one per rank ({})",
+                s.order.len(),
+                s.n_ranks
+            )));
+        }
         let p = s.n_ranks as usize;
         let windowed = if s.costs.window > 0 { p } else { 0 };
-        Core {
+        Ok(Core {
             store,
             eng: Engine {
                 order: s.order,
@@ -430,7 +437,7 @@ impl<'a, S: OpStore> Core<'a, S> {
             bg: s.background,
             bg_src: Vec::new(),
             rng: s.background.map_or(0, |b| mix64(b.seed)),
-        }
+        })
     }
 
     fn cpu_work(&self, op: S::Op, phase: u8) -> Ps {

@@ -10,7 +10,6 @@
 pub use super::core::{Background, Costs, Outcome, Routes, Small, Sync};
 use super::core::{Core, Engine, MsgState, OpStore, Setup, BG_BASE};
 use super::fabric::{Fabric, RoundMessage};
-use super::noise::OsNoise;
 use super::program::{Matching, Program, NONE};
 use crate::error::CoreError;
 
@@ -228,39 +227,21 @@ impl OpStore for WholeProgram<'_> {
     }
 }
 
-/// Simulate `prog` (matched by `m`) with ranks on endpoints `order`.
-#[allow(clippy::too_many_arguments)]
+/// Simulate `prog` (matched by `m`) on `setup` (ranks on endpoints
+/// `setup.order`).
 pub fn simulate(
     prog: &Program,
     m: &Matching,
-    order: &[u32],
-    costs: &Costs,
     sync: Sync,
-    fabric: &mut dyn Fabric,
-    routes: &mut dyn Routes,
-    os: &mut OsNoise,
-    bg: Option<&Background>,
-    trace: bool,
+    setup: Setup,
 ) -> Result<Outcome, CoreError> {
-    if order.len() != prog.n_ranks as usize {
+    if setup.n_ranks != prog.n_ranks {
         return Err(CoreError::InvalidArgument(format!(
-            "simulate: order has {} entries, expected one per rank ({})",
-            order.len(),
-            prog.n_ranks
+            "simulate: a setup for {} ranks, expected one per rank of the program ({})",
+            setup.n_ranks, prog.n_ranks
         )));
     }
-    let store = WholeProgram::new(prog, m, sync)?;
-    let setup = Setup {
-        n_ranks: prog.n_ranks,
-        order,
-        costs,
-        fabric,
-        routes,
-        os,
-        background: bg,
-        trace,
-    };
-    let mut core = Core::new(store, setup);
+    let mut core = Core::new(WholeProgram::new(prog, m, sync)?, setup)?;
     core.run()?;
     Ok(core.outcome())
 }
@@ -270,7 +251,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::engine::fabric::Links;
     use crate::engine::loggops::{LogGopsNic, Reservation};
-    use crate::engine::noise::Detours;
+    use crate::engine::noise::{Detours, OsNoise};
     use crate::engine::program::tests::ring_round;
     use crate::engine::program::{RECV, REDUCE, SEND};
 
@@ -326,19 +307,17 @@ pub(crate) mod tests {
         let order: Vec<u32> = (0..prog.n_ranks).collect();
         let mut f = loggops(prog.n_ranks);
         let mut os = OsNoise::new(Detours::Quiet, prog.n_ranks as usize);
-        simulate(
-            prog,
-            &m,
-            &order,
-            c,
-            sync,
-            &mut f,
-            &mut Crossbar(prog.n_ranks),
-            &mut os,
-            None,
-            true,
-        )
-        .unwrap()
+        let setup = Setup {
+            n_ranks: prog.n_ranks,
+            order: &order,
+            costs: c,
+            fabric: &mut f,
+            routes: &mut Crossbar(prog.n_ranks),
+            os: &mut os,
+            background: None,
+            trace: true,
+        };
+        simulate(prog, &m, sync, setup).unwrap()
     }
 
     #[test]
@@ -545,11 +524,17 @@ pub(crate) mod tests {
         // endpoints 0,1 for the app, 2,3 background, all on one crossbar of 4
         let mut go = |bg: Option<&Background>| {
             let mut f = loggops(4);
-            let (order, sync, mut xbar) = ([0, 1], Sync::Deps, Crossbar(4));
-            simulate(
-                &prog, &m, &order, &c, sync, &mut f, &mut xbar, &mut os, bg, false,
-            )
-            .unwrap()
+            let setup = Setup {
+                n_ranks: 2,
+                order: &[0, 1],
+                costs: &c,
+                fabric: &mut f,
+                routes: &mut Crossbar(4),
+                os: &mut os,
+                background: bg,
+                trace: false,
+            };
+            simulate(&prog, &m, Sync::Deps, setup).unwrap()
         };
         let clean = go(None);
         let bg = Background {

@@ -37,12 +37,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::core::{
-    Background, Core, Costs, Engine, MsgState, OpStore, Outcome, Routes, Setup, Sync, BG_BASE,
-    NEVER,
-};
-use super::fabric::{Fabric, Ps, RoundMessage};
-use super::noise::OsNoise;
+use super::core::{Core, Engine, MsgState, OpStore, Outcome, Setup, Sync, BG_BASE, NEVER};
+use super::fabric::{Ps, RoundMessage};
 use super::program::{COPY, NONE, RECV, REDUCE, SEND};
 use crate::error::CoreError;
 
@@ -84,6 +80,7 @@ pub struct StreamStats {
 
 /// A streamed run's result.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Streamed {
     Done(Outcome, StreamStats),
     /// Streaming could not guarantee the whole-program result (module note):
@@ -685,39 +682,16 @@ impl OpStore for Window<'_> {
     }
 }
 
-/// Simulate the program `source` streams, with ranks on endpoints `order`
-/// (the module note): the outcome of [`super::run::simulate`] on the whole
-/// program, or [`Streamed::Late`].
-#[allow(clippy::too_many_arguments)]
+/// Simulate the program `source` streams on `setup` (the module note):
+/// the outcome of [`super::run::simulate`] on the whole program, or
+/// [`Streamed::Late`].
 pub fn simulate_streamed(
-    n_ranks: u32,
     source: &mut dyn ChunkSource,
-    order: &[u32],
-    costs: &Costs,
     sync: Sync,
-    fabric: &mut dyn Fabric,
-    routes: &mut dyn Routes,
-    os: &mut OsNoise,
-    bg: Option<&Background>,
-    trace: bool,
+    setup: Setup,
 ) -> Result<Streamed, CoreError> {
-    if order.len() != n_ranks as usize {
-        return Err(CoreError::InvalidArgument(format!(
-            "simulate: order has {} entries, expected one per rank ({n_ranks})",
-            order.len()
-        )));
-    }
-    let setup = Setup {
-        n_ranks,
-        order,
-        costs,
-        fabric,
-        routes,
-        os,
-        background: bg,
-        trace,
-    };
-    let mut core = Core::new(Window::new(n_ranks, source, sync), setup);
+    let n_ranks = setup.n_ranks;
+    let mut core = Core::new(Window::new(n_ranks, source, sync), setup)?;
     core.run()?;
     if let Some(why) = core.store.late.take() {
         return Ok(Streamed::Late(why));
@@ -733,7 +707,8 @@ mod tests {
     use crate::engine::loggops::{LogGopsNic, Reservation};
     use crate::engine::noise::Detours;
     use crate::engine::program::Program;
-    use crate::engine::core::Small;
+    use crate::engine::core::{Costs, Small};
+    use crate::engine::noise::OsNoise;
     use crate::engine::run::{simulate, tests::Crossbar};
 
     /// The rounds of a whole program, one chunk each.
@@ -859,31 +834,24 @@ mod tests {
                 window,
             };
             let mut os = OsNoise::new(Detours::Quiet, 7);
-            let whole = simulate(
-                &prog,
-                &m,
-                &order,
-                &costs,
-                sync,
-                &mut fabric(7),
-                &mut Crossbar(7),
-                &mut os,
-                None,
-                false,
-            )
-            .unwrap();
+            let (mut f, mut xbar) = (fabric(7), Crossbar(7));
+            let setup = |f, xbar, os| Setup {
+                n_ranks: 7,
+                order: &order,
+                costs: &costs,
+                fabric: f,
+                routes: xbar,
+                os,
+                background: None,
+                trace: false,
+            };
+            let whole = simulate(&prog, &m, sync, setup(&mut f, &mut xbar, &mut os)).unwrap();
             let mut os = OsNoise::new(Detours::Quiet, 7);
+            let (mut f, mut xbar) = (fabric(7), Crossbar(7));
             let ran = simulate_streamed(
-                7,
                 &mut Rounds(&prog, 0),
-                &order,
-                &costs,
                 sync,
-                &mut fabric(7),
-                &mut Crossbar(7),
-                &mut os,
-                None,
-                false,
+                setup(&mut f, &mut xbar, &mut os),
             )
             .unwrap();
             let case = format!("{bytes} B, window {window}, {sync:?}, open channel {open}");
@@ -922,19 +890,18 @@ mod tests {
             window: 0,
         };
         let mut os = OsNoise::new(Detours::Quiet, 3);
-        let e = simulate_streamed(
-            3,
-            &mut Rounds(&prog, 0),
-            &[0, 1, 2],
-            &costs,
-            Sync::Rounds,
-            &mut fabric(3),
-            &mut Crossbar(3),
-            &mut os,
-            None,
-            false,
-        )
-        .unwrap_err()
+        let setup = Setup {
+            n_ranks: 3,
+            order: &[0, 1, 2],
+            costs: &costs,
+            fabric: &mut fabric(3),
+            routes: &mut Crossbar(3),
+            os: &mut os,
+            background: None,
+            trace: false,
+        };
+        let e = simulate_streamed(&mut Rounds(&prog, 0), Sync::Rounds, setup)
+            .unwrap_err()
         .to_string();
         assert!(
             e.contains("channel 1→2 tag 99 has 1 sends but 0 receives"),
