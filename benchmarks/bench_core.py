@@ -99,7 +99,7 @@ def run() -> str:
             "alternating rounds of the two builds); the whole program compiled beforehand, the streamed one "
             "produced round by round inside the call (its Python generation counts); engine events per CPU "
             f"second. Load average while measuring: {load:.1f} on 2 cores (parallel work of this session). "
-            "Simulated times and event counts of the two builds are equal in every row (checked below).", "",
+            "Simulated times and event counts of the two builds are equal in every row (the benchmark stops otherwise).", "",
             "| case | P | network | model | sync | loop | simulated (µs) | events | CPU before (s) | CPU after (s) "
             "| M events/s before | after | after ÷ before (CPU) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
