@@ -5,8 +5,9 @@
 use super::*;
 use crate::engine::fabric::ceil_ps;
 
-/// A packet requesting an output link, with what the allocator reads (a
-/// scan of the requests touches no packet).
+/// A packet requesting an output link, with what a round-robin allocator
+/// reads (16 B; a scan of the requests touches no packet, except the age
+/// allocator's, which reads each requester's age).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Req {
     pub(super) pkt: u32,
@@ -15,13 +16,11 @@ pub(super) struct Req {
     pub(super) vc: u8,
     /// Credits the grant needs (2 to enter a ring's escape channel: the bubble).
     pub(super) need: u8,
-    pub(super) birth: Ps,
-    pub(super) seq: u64,
 }
 
 impl PacketFabric {
     /// Make packet `p` a request of the link it waits for.
-    #[inline]
+    #[inline(always)]
     pub(super) fn request(&mut self, p: u32) {
         if self.cfg.adaptive.is_some() {
             return self.request_adaptive(p);
@@ -34,14 +33,13 @@ impl PacketFabric {
             port: pk.port,
             vc: pk.vc,
             need: 1,
-            birth: pk.birth,
-            seq: pk.seq,
         };
         self.links[o as usize].req.push(r);
         self.mark_dirty(o);
     }
 
     /// Append ready packet `p` to its buffer; make it a request if it may ask.
+    #[inline(always)]
     pub(super) fn enqueue(&mut self, p: u32) {
         let q = self.packets[p as usize].queue as usize;
         self.packets[p as usize].next = NONE;
@@ -68,7 +66,7 @@ impl PacketFabric {
         if voq {
             self.stamp = self.stamp.wrapping_add(1);
             if self.stamp == 0 {
-                self.buffers.iter_mut().for_each(|b| b.seen = 0);
+                self.seen.iter_mut().for_each(|s| s.0 = 0);
                 self.stamp = 1;
             }
         }
@@ -79,16 +77,14 @@ impl PacketFabric {
         let mut best: Option<(usize, (u64, u64))> = None;
         for (i, r) in self.links[o].req.iter().enumerate() {
             if voq {
-                let b = &mut self.buffers[r.queue as usize];
-                if b.seen == stamp && b.seen_pkt != r.pkt {
+                let s = &mut self.seen[r.queue as usize];
+                if s.0 == stamp && s.1 != r.pkt {
                     continue; // not the head of its (buffer, output) FIFO
                 }
-                b.seen = stamp;
-                b.seen_pkt = r.pkt;
+                *s = (stamp, r.pkt);
             }
-            let port = &mut self.ports[r.port as usize];
-            if port.busy {
-                port.wanted = true;
+            if self.port_busy.contains(r.port) {
+                self.port_wanted.insert(r.port);
                 let w = &mut self.wanted[r.port as usize];
                 if w.last() != Some(&(o as u32)) {
                     w.push(o as u32);
@@ -104,7 +100,8 @@ impl PacketFabric {
                 continue;
             }
             let key = if age {
-                (r.birth, r.seq)
+                let pk = &self.packets[r.pkt as usize];
+                (pk.birth, pk.seq)
             } else {
                 (r.queue.wrapping_sub(after) as u64, 0)
             };
@@ -125,11 +122,10 @@ impl PacketFabric {
 
     pub(super) fn grant(&mut self, r: Req, o: usize, t: Ps) {
         let p = r.pkt as usize;
-        let pk = self.packets[p];
         let q_old = r.queue as usize;
         if self.is_fifo(q_old) {
             debug_assert_eq!(self.buffers[q_old].head, r.pkt);
-            let h = pk.next;
+            let h = self.packets[p].next;
             self.buffers[q_old].head = h;
             if h == NONE {
                 self.buffers[q_old].tail = NONE;
@@ -137,7 +133,7 @@ impl PacketFabric {
                 self.request(h);
             }
         }
-        self.ports[r.port as usize].busy = true;
+        self.port_busy.insert(r.port);
         let mut vc = r.vc as usize;
         if self.cfg.adaptive.is_some() {
             if r.vc == ANY_DYNAMIC {
@@ -147,6 +143,7 @@ impl PacketFabric {
                     .expect("a dynamic VC");
             }
             // Withdraw the packet's other request.
+            let pk = &self.packets[p];
             let other = if r.vc == ANY_DYNAMIC {
                 pk.hop
             } else {
@@ -170,42 +167,41 @@ impl PacketFabric {
         link.busy = true;
         link.rr = r.queue;
         link.from = q_old as u32;
+        let pk = &mut self.packets[p];
         let ser = if pk.wire as u64 == self.full_wire {
             link.ser_full
         } else {
-            ceil_ps(pk.wire as f64 * link.ps_per_byte)
+            ceil_ps(pk.wire as f64 * self.ps_per_byte[o])
         };
         let lat = link.latency;
         let e = (t + ser).max(pk.tail_at);
+        link.busy_ps += e - t;
         self.link_bytes[o] += pk.wire as f64;
-        self.link_busy_ps[o] += e - t;
         self.hops += 1;
-        self.events.push(e, Event::TailLeft(o as u32));
-        let pkm = &mut self.packets[p];
-        pkm.queue = b as u32;
-        pkm.port = o as u32;
-        if let Some(a) = &self.cfg.adaptive {
-            pkm.dim = a.dir(o as u32);
-            pkm.class = u8::from(vc == 0);
-            if self.links[o].dst == pk.route {
-                self.events.push(e + lat, Event::Eject(p as u32));
+        pk.queue = b as u32;
+        pk.port = o as u32;
+        let rd = self.cfg.router_delay;
+        let (at, ev) = if let Some(a) = &self.cfg.adaptive {
+            pk.dim = a.dir(o as u32);
+            pk.class = u8::from(vc == 0);
+            if link.dst == pk.route {
+                (e + lat, Event::Eject(p as u32))
             } else {
-                let rd = self.cfg.router_delay;
-                pkm.tail_at = e + lat + rd;
-                self.events.push(t + lat + rd, Event::Ready(p as u32));
+                pk.tail_at = e + lat + rd;
+                (t + lat + rd, Event::Ready(p as u32))
             }
-            return;
-        }
-        let hop = pk.hop + 1;
-        pkm.hop = hop;
-        if hop == pk.route_len {
-            self.events.push(e + lat, Event::Eject(p as u32));
         } else {
-            let rd = self.cfg.router_delay;
-            pkm.tail_at = e + lat + rd;
-            pkm.next_link = self.routes[(pk.route + hop) as usize];
-            self.events.push(t + lat + rd, Event::Ready(p as u32));
-        }
+            pk.hop += 1;
+            if pk.hop == pk.route_len {
+                (e + lat, Event::Eject(p as u32))
+            } else {
+                pk.tail_at = e + lat + rd;
+                pk.next_link = self.routes[(pk.route + pk.hop) as usize];
+                (t + lat + rd, Event::Ready(p as u32))
+            }
+        };
+        self.events.push(e, Event::TailLeft(o as u32));
+        self.events.push(at, ev);
     }
 }
 

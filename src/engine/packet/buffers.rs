@@ -3,8 +3,10 @@
 
 use super::*;
 
-/// Per buffer (input buffer `(link, vc)` or injection FIFO).
+/// Per buffer (input buffer `(link, vc)` or injection FIFO): 32 B, half a
+/// cache line, so a buffer never straddles two.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
 pub(super) struct Buffer {
     /// Credits its link's sender holds (input buffers only).
     pub(super) credits: u32,
@@ -13,14 +15,13 @@ pub(super) struct Buffer {
     /// FIFO of its packets (`InputQueued`, and injection FIFOs).
     pub(super) head: u32,
     pub(super) tail: u32,
-    /// Allocation stamp (`VirtualOutput`: a request of this buffer was seen).
-    pub(super) seen: u32,
-    /// The packet whose request was seen (an adaptive packet requests one
-    /// output twice when its escape and dynamic links coincide).
-    pub(super) seen_pkt: u32,
-    /// ∫ occupancy dt up to `since`, packet·ps.
-    pub(super) area: f64,
-    pub(super) since: Ps,
+    /// Σ departure times − Σ arrival times of its packets, ps (wrapping):
+    /// the occupancy integral ∫₀ᵘ occ dt at any `u` from the last change on
+    /// is `area + occ · u`, packet·ps (exact in integers, where summing
+    /// `occ · Δt` in floating point would round beyond 2⁵³).
+    pub(super) area: u64,
+    /// Its input port: its link, or `n_links + f` for injection FIFO `f`.
+    pub(super) port: u32,
 }
 
 impl PacketFabric {
@@ -51,11 +52,11 @@ impl PacketFabric {
         self.buffers[..self.n_links * self.vcs]
             .iter()
             .map(|b| {
-                let area = b.area + b.occ as f64 * until.saturating_sub(b.since) as f64;
+                let area = b.area.wrapping_add((b.occ as u64).wrapping_mul(until));
                 if until == 0 {
                     0.0
                 } else {
-                    area / until as f64
+                    area as f64 / until as f64
                 }
             })
             .collect()
@@ -67,22 +68,22 @@ impl PacketFabric {
         self.cfg.queues == Queues::InputQueued || q >= self.n_links * self.vcs
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn occ_change(&mut self, q: usize, t: Ps, up: bool) {
         let b = &mut self.buffers[q];
-        b.area += b.occ as f64 * (t - b.since) as f64;
-        b.since = t;
         if up {
+            b.area = b.area.wrapping_sub(t);
             b.occ += 1;
             b.max_occ = b.max_occ.max(b.occ);
         } else {
+            b.area = b.area.wrapping_add(t);
             b.occ -= 1;
         }
     }
 
     /// Return a credit of input buffer `q` (of link `l`) to its sender,
     /// `latency` after `t`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn return_credit(&mut self, q: usize, l: u32, t: Ps) {
         let lat = self.links[l as usize].latency;
         if lat == 0 {
@@ -97,7 +98,7 @@ impl PacketFabric {
     #[inline]
     pub(super) fn credit_back(&mut self, queue: u32) {
         self.buffers[queue as usize].credits += 1;
-        self.mark_dirty(queue / self.vcs as u32);
+        self.mark_dirty(self.buffers[queue as usize].port);
     }
 }
 

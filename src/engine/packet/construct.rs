@@ -199,7 +199,7 @@ fn link_table(links: &Links, link_dst: &[u32], cfg: &PacketConfig, full_wire: u6
             Link {
                 latency: links.latency[l],
                 ser_full: ceil_ps(full_wire as f64 * ps_per_byte),
-                ps_per_byte,
+                busy_ps: 0,
                 rr: NONE,
                 dst: link_dst[l],
                 from: NONE,
@@ -238,20 +238,18 @@ fn event_queue_for(links: &[Link], cfg: &PacketConfig) -> EventQueue<Event> {
 /// The `n_q` buffers: `n · vcs` input buffers with every credit at their
 /// sender, then the injection FIFOs.
 fn buffer_table(cfg: &PacketConfig, n: usize, vcs: usize, n_q: usize) -> Vec<Buffer> {
-    let buffer = |credits| Buffer {
+    let buffer = |credits, port| Buffer {
         credits,
         occ: 0,
         max_occ: 0,
         head: NONE,
         tail: NONE,
-        seen: 0,
-        seen_pkt: NONE,
-        area: 0.0,
-        since: 0,
+        area: 0,
+        port,
     };
-    let mut buffers = vec![buffer(cfg.buffer_packets); n * vcs];
-    buffers.resize(n_q, buffer(0));
-    buffers
+    let inputs = (0..n * vcs).map(|q| buffer(cfg.buffer_packets, (q / vcs) as u32));
+    let fifos = (n * vcs..n_q).map(|q| buffer(0, (q - n * vcs + n) as u32));
+    inputs.chain(fifos).collect()
 }
 
 impl PacketFabric {
@@ -302,7 +300,13 @@ impl PacketFabric {
             links: link_state,
             buffers: buffer_table(&cfg, n, vcs, n_q),
             stamp: 0,
-            ports: vec![Port::default(); n + n_fifo],
+            seen: if cfg.queues == Queues::VirtualOutput {
+                vec![(0, NONE); n_q]
+            } else {
+                Vec::new()
+            },
+            port_busy: PortSet::new(n + n_fifo),
+            port_wanted: PortSet::new(n + n_fifo),
             wanted: vec![Vec::new(); n + n_fifo],
             dirty: Vec::new(),
             dirty_work: Vec::new(),
@@ -319,7 +323,7 @@ impl PacketFabric {
             events,
             clock: 0,
             link_bytes: vec![0.0; n],
-            link_busy_ps: vec![0; n],
+            ps_per_byte: links.bandwidth.iter().map(|&b| PS_PER_S / b).collect(),
             hops: 0,
             seq: 0,
             packets_alive: 0,

@@ -4,18 +4,20 @@
 use super::*;
 
 impl PacketFabric {
+    /// Packet `p` leaves the network at its destination: its slot frees and
+    /// its credit goes back; its message arrives with its last packet.
     pub(super) fn consume(&mut self, p: usize, t: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        let pk = self.packets[p];
-        let q = pk.queue as usize;
+        let pk = &self.packets[p];
+        let (q, port, m) = (pk.queue as usize, pk.port, pk.msg as usize);
         self.occ_change(q, t, false);
-        self.return_credit(q, pk.port, t);
+        self.return_credit(q, port, t);
         self.free_packets.push(p as u32);
         self.packets_alive -= 1;
-        let m = pk.msg as usize;
-        self.msgs[m].left -= 1;
-        if self.msgs[m].left == 0 {
-            arrived.push((t, self.msgs[m].id));
-            self.live_route -= (self.msgs[m].route_len + self.msgs[m].alt_len) as usize;
+        let msg = &mut self.msgs[m];
+        msg.left -= 1;
+        if msg.left == 0 {
+            arrived.push((t, msg.id));
+            self.live_route -= (msg.route_len + msg.alt_len) as usize;
             self.free_msgs.push(m as u32);
             self.msgs_alive -= 1;
         }

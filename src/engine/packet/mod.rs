@@ -202,7 +202,7 @@ use super::ugal::UgalDragonfly;
 use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
-use ports::{Link, Port};
+use ports::{Link, PortSet};
 
 /// Switch allocation policy of every output link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -380,9 +380,16 @@ pub struct PacketFabric {
     /// fifos`).
     buffers: Vec<Buffer>,
     stamp: u32,
+    /// `VirtualOutput`, per buffer: the allocation stamp at which a request
+    /// of it was seen, and that request's packet (an adaptive packet
+    /// requests one output twice when its escape and dynamic links
+    /// coincide); empty otherwise.
+    seen: Vec<(u32, u32)>,
     /// Port `l` is link `l`'s buffers, port `n_links + f` injection FIFO
     /// `f`.
-    ports: Vec<Port>,
+    port_busy: PortSet,
+    /// Ports whose `wanted` is not empty.
+    port_wanted: PortSet,
     /// Per port: outputs that skipped a request of it because it was busy.
     wanted: Vec<Vec<u32>>,
     dirty: Vec<u32>,
@@ -406,7 +413,8 @@ pub struct PacketFabric {
     clock: Ps,
 
     link_bytes: Vec<f64>,
-    link_busy_ps: Vec<Ps>,
+    /// Per link, ps per byte (packets shorter than full).
+    ps_per_byte: Vec<f64>,
     hops: u64,
     seq: u64,
     packets_alive: u64,
@@ -420,8 +428,8 @@ impl PacketFabric {
     }
 
     /// Picoseconds each link spent sending packets (utilisation = this / time).
-    pub fn link_busy_ps(&self) -> &[Ps] {
-        &self.link_busy_ps
+    pub fn link_busy_ps(&self) -> Vec<Ps> {
+        self.links.iter().map(|l| l.busy_ps).collect()
     }
 
     /// The configuration this fabric runs.
@@ -781,15 +789,132 @@ pub(crate) mod tests {
                 ..config()
             });
         }
+        // On-CPU time of this thread (ns, Linux), apart from the wall
+        // time: other processes' load leaves it almost unchanged.
+        let on_cpu = || {
+            std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        let cpu0 = on_cpu();
         let start = std::time::Instant::now();
         let out = drive(&mut f, &sends);
         let s = start.elapsed().as_secs_f64();
+        let cpu = on_cpu().zip(cpu0).map(|(b, a)| (b - a) as f64 * 1e-9);
         println!(
-            "case {case}: {} hops {:.3} s {:.2} M/s last {:?}",
+            "case {case}: {} hops {:.3} s {:.2} M/s; on CPU {:.3?} s {:.2?} M/s; last {:?}",
             f.packet_hops(),
             s,
             f.packet_hops() as f64 / s / 1e6,
+            cpu,
+            cpu.map(|c| f.packet_hops() as f64 / c / 1e6),
             out.last()
         );
+    }
+}
+
+#[cfg(test)]
+mod fingerprint_tmp {
+    use super::testkit::*;
+    use super::*;
+
+    fn h(acc: &mut u64, x: u64) {
+        *acc = mix64(*acc ^ x);
+    }
+
+    #[test]
+    #[ignore]
+    fn fingerprint() {
+        let mut all = 0u64;
+        let mut report = |name: &str, f: &PacketFabric, out: &[(Ps, u32)]| {
+            let mut acc = 0u64;
+            for &(t, id) in out {
+                h(&mut acc, t);
+                h(&mut acc, id as u64);
+            }
+            for &b in f.link_bytes() {
+                h(&mut acc, b.to_bits());
+            }
+            for b in f.link_busy_ps() {
+                h(&mut acc, b);
+            }
+            for b in f.max_occupancy() {
+                h(&mut acc, b as u64);
+            }
+            let until = out.iter().map(|x| x.0).max().unwrap_or(0);
+            for b in f.mean_occupancy(until) {
+                h(&mut acc, b.to_bits());
+            }
+            h(&mut acc, f.packet_hops());
+            println!(
+                "{name}: {acc:016x} hops {} last {:?}",
+                f.packet_hops(),
+                out.last()
+            );
+            all ^= acc;
+        };
+        let (t, net, dims, date) = torus_net(&[8, 8, 8]);
+        let sends = uniform_torus_sends(&t, 512, 24, 4 * 256, 9);
+        for queues in [Queues::InputQueued, Queues::VirtualOutput] {
+            for allocator in [Allocator::RoundRobin, Allocator::Age] {
+                for (inj, fifos, eh) in [(0, 0, 0), (3, 0, 0), (0, 2, 150_000)] {
+                    let mut f = net.fabric(PacketConfig {
+                        packet_bytes: 256,
+                        header_bytes: 32,
+                        vcs: 2,
+                        buffer_packets: 4,
+                        router_delay: 10_000,
+                        queues,
+                        allocator,
+                        injection_packets: inj,
+                        injection_fifos: fifos,
+                        eject_handling: eh,
+                        link_dim: dims.clone(),
+                        dateline: date.clone(),
+                        ..config()
+                    });
+                    let out = drive(&mut f, &sends);
+                    report(
+                        &format!("torus {queues:?} {allocator:?} {inj} {fifos} {eh}"),
+                        &f,
+                        &out,
+                    );
+                }
+                let mut s2 = sends.clone();
+                for s in &mut s2 {
+                    s.t /= 4;
+                }
+                let mut f = net.fabric(PacketConfig {
+                    queues,
+                    allocator,
+                    ..adaptive_cfg(&t, 3, 3)
+                });
+                let out = drive(&mut f, &s2);
+                report(&format!("adaptive {queues:?} {allocator:?}"), &f, &out);
+            }
+        }
+        let (dnet, u, kind) = dragonfly_net(4, 2, 2, 9);
+        let gs = group_shift_sends(&u, 4, 2, 9, 6);
+        for ugal in [None, Some(u.clone())] {
+            let mut f = dnet.fabric(dragonfly_cfg(&kind, 3, ugal.clone()));
+            let out = drive(&mut f, &gs);
+            report(&format!("dragonfly ugal {}", ugal.is_some()), &f, &out);
+        }
+        let x = Xgft::new(&[8, 8], &[1, 8], &[1, 1]).unwrap();
+        let fnet = fat_tree_net(&x);
+        let fs = fat_tree_sends(&x, 30, 2);
+        for queues in [Queues::InputQueued, Queues::VirtualOutput] {
+            let mut f = fnet.fabric(PacketConfig {
+                packet_bytes: 512,
+                vcs: 2,
+                buffer_packets: 3,
+                router_delay: 20_000,
+                queues,
+                ..config()
+            });
+            let out = drive(&mut f, &fs);
+            report(&format!("fat tree {queues:?}"), &f, &out);
+        }
+        println!("ALL {all:016x}");
     }
 }

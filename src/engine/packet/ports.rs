@@ -10,7 +10,8 @@ use super::*;
 pub(super) struct Link {
     pub(super) latency: Ps,
     pub(super) ser_full: Ps,
-    pub(super) ps_per_byte: f64,
+    /// Picoseconds it spent sending packets.
+    pub(super) busy_ps: Ps,
     /// Round-robin pointer: the buffer granted last (`NONE`: none yet).
     pub(super) rr: u32,
     pub(super) dst: u32,
@@ -24,16 +25,44 @@ pub(super) struct Link {
     pub(super) req: Vec<Req>,
 }
 
-/// An input port: a link's buffers (all VCs) or an injection FIFO.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Port {
-    pub(super) busy: bool,
-    /// `PacketFabric::wanted` of this port is not empty.
-    pub(super) wanted: bool,
+/// A set of input ports (a link's buffers, all VCs, or an injection FIFO),
+/// one bit each: the busy ones, or those whose `PacketFabric::wanted` is
+/// not empty (a few kilobytes that stay in the L1 cache).
+#[derive(Clone, Debug)]
+pub(super) struct PortSet(Vec<u64>);
+
+impl PortSet {
+    pub(super) fn new(n: usize) -> Self {
+        PortSet(vec![0; n.div_ceil(64)])
+    }
+
+    #[inline(always)]
+    pub(super) fn contains(&self, i: u32) -> bool {
+        self.0[i as usize >> 6] >> (i & 63) & 1 != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn insert(&mut self, i: u32) {
+        self.0[i as usize >> 6] |= 1 << (i & 63);
+    }
+
+    /// Remove `i`; whether it was there.
+    #[inline(always)]
+    pub(super) fn remove(&mut self, i: u32) -> bool {
+        let w = &mut self.0[i as usize >> 6];
+        let was = *w >> (i & 63) & 1 != 0;
+        *w &= !(1 << (i & 63));
+        was
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
 }
 
 impl PacketFabric {
-    #[inline]
+    #[inline(always)]
     pub(super) fn mark_dirty(&mut self, o: u32) {
         let link = &mut self.links[o as usize];
         if !link.dirty {
@@ -107,16 +136,9 @@ impl PacketFabric {
         lk.busy = false;
         let q = lk.from as usize;
         self.mark_dirty(link);
-        let nb = self.n_links * self.vcs;
-        let port = if q < nb {
-            q / self.vcs
-        } else {
-            self.n_links + q - nb
-        };
-        let pt = &mut self.ports[port];
-        pt.busy = false;
-        if pt.wanted {
-            pt.wanted = false;
+        let port = self.buffers[q].port as usize;
+        self.port_busy.remove(port as u32);
+        if self.port_wanted.remove(port as u32) {
             let mut w = std::mem::take(&mut self.wanted[port]);
             for &o in &w {
                 self.mark_dirty(o);

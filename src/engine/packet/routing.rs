@@ -91,8 +91,6 @@ impl PacketFabric {
                 port: pk.port,
                 vc,
                 need,
-                birth: pk.birth,
-                seq: pk.seq,
             };
             self.links[o as usize].req.push(r);
             self.mark_dirty(o);

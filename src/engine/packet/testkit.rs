@@ -145,7 +145,7 @@ pub(super) fn assert_within_depth(f: &PacketFabric) {
             }
         }
         assert!(f.links.iter().all(|l| !l.busy && l.req.is_empty()));
-        assert!(f.ports.iter().all(|p| !p.busy));
+        assert!(f.port_busy.is_empty());
     }
 }
 

@@ -8,7 +8,7 @@ use crate::engine::ugal::{ENDPOINT, GLOBAL, LOCAL};
 
 impl PacketFabric {
     /// Set `p`'s VC for link `l` (and its torus class state).
-    #[inline]
+    #[inline(always)]
     pub(super) fn choose_vc(&mut self, p: usize, l: usize) {
         if self.by_hop {
             return self.choose_hop_vc(p, l);
