@@ -122,7 +122,8 @@ impl<T: Copy> EventQueue<T> {
         let e = Entry { t, item };
         self.len += 1;
         let abs = t >> self.shift;
-        if abs > self.cur && abs <= self.cur + self.mask {
+        // cur < abs ≤ cur + mask, in one comparison
+        if abs.wrapping_sub(self.cur + 1) < self.mask {
             let i = (abs & self.mask) as usize;
             self.slots[i].push(e);
             self.set_bit(i);

@@ -326,6 +326,7 @@ impl PacketFabric {
             ps_per_byte: links.bandwidth.iter().map(|&b| PS_PER_S / b).collect(),
             hops: 0,
             seq: 0,
+            spread: 0,
             packets_alive: 0,
             msgs_alive: 0,
             cfg,

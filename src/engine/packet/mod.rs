@@ -417,6 +417,8 @@ pub struct PacketFabric {
     ps_per_byte: Vec<f64>,
     hops: u64,
     seq: u64,
+    /// `seq mod per_class`.
+    spread: u8,
     packets_alive: u64,
     msgs_alive: u64,
 }

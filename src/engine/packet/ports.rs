@@ -115,12 +115,18 @@ impl PacketFabric {
                 hop: 0,
                 wire: (payload + self.cfg.header_bytes) as u32,
                 port: (self.n_links + l) as u32,
-                spread: (self.seq % self.per_class as u64) as u8,
+                spread: self.spread,
                 vc: 0,
                 dim: NOT_TORUS,
                 class: 0,
             };
             self.seq += 1;
+            // `seq mod per_class`, without a division per packet
+            self.spread = if self.spread + 1 == self.per_class {
+                0
+            } else {
+                self.spread + 1
+            };
             let p = self.alloc_packet(pk);
             self.choose_vc(p as usize, msg.first as usize);
             self.occ_change(q, t, true);
