@@ -67,7 +67,7 @@ Where the models disagree with the papers, the mechanisms they lack (numbers in 
   is a fluid: all-to-all through a nonblocking tree is feasible at the link rate, so direct send's
   p − 1 concurrent flows finish in 1/β·n(p − 1)/p wherever the ranks sit, at 12, 64 or 144 nodes. The
   ``packet`` model's NIC sends the messages waiting for one output link one after another in posting
-  order (``src/engine/packet.rs``, ``refill``: the injection FIFO takes every packet of its oldest
+  order (``src/engine/packet/ports.rs``, ``refill``: the injection FIFO takes every packet of its oldest
   message before the next), and ``direct_send`` posts its p − 1 sends in shift order (r + 1, r + 2, …):
   every rank walks the same sequence of permutations, so direct send *becomes* shift-based and no
   receiver has more than one sender at a time. A real HCA serves its send queues (one queue pair per

@@ -3,7 +3,7 @@
 Messages are cut into packets that cross input-queued routers with
 per-virtual-channel FIFOs of finite depth and credit-based flow control,
 virtual cut-through (docs/simulator.md, "The packet model";
-``src/engine/packet.rs``). Every default comes from hardware a vendor or a
+``src/engine/packet/``). Every default comes from hardware a vendor or a
 paper describes, and says which:
 
 - ``packet_bytes`` 2,048 B: an InfiniBand MTU (IBTA Vol. 1 §7.7.9 allows

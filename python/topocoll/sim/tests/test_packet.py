@@ -1,7 +1,7 @@
 """The packet model (``--model packet``) through the library: exact times of
 packets alone, agreement with the flow model where nothing contends, the
 buffer-depth invariant, and one-line refusals. Expected values are derived
-by hand from the model's stated semantics (``src/engine/packet.rs``, docs
+by hand from the model's stated semantics (``src/engine/packet/``, docs
 /simulator.md): a packet of ``b`` payload bytes occupies each link for
 ``(b + header) / bandwidth``; its head reaches the far end of a link after
 the link's latency and leaves a switch ``router_delay`` later; with

@@ -11,7 +11,7 @@ the model.
 - The bisection bound of a k-ary n-cube under uniform traffic (Dally &
   Towles, *Principles and Practices of Interconnection Networks*, 2004,
   §3.3), see :func:`test_uniform_torus_stays_under_the_bisection_bound`.
-- The zero-load latency of a packet of ``h`` links (``src/engine/packet.rs``):
+- The zero-load latency of a packet of ``h`` links (``src/engine/packet/``):
   ``h·λ + (h − 1)·router_delay + serialisation``, averaged over the hop
   counts of uniform traffic computed from ring distances.
 """
