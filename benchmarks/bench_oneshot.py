@@ -1,0 +1,199 @@
+"""One-shot ``topocoll.mpi`` calls beside persistent plans and ``MPI_Allreduce`` (issue 26, item 4).
+
+One ``mpiexec -n 2 python benchmarks/bench_oneshot.py --worker`` run (the
+``mpich`` wheel of ``.venv``) times, per message size, in one job:
+
+- ``MPI_Allreduce`` (``comm.Allreduce``, the library's own collective);
+- ``allreduce(x, y)`` with ``algorithm="auto"`` (the one-shot call users write);
+- the same-algorithm controls: the topocoll algorithm ``auto`` runs when it
+  does not delegate to the library (``choose(..., native=False)``: pairwise
+  exchange up to 2 KiB, Bruck above at P = 2) as a persistent plan
+  (``pl.start(); pl.wait()``, bound to ``x`` and ``y``) and as a one-shot call
+  ``allreduce(x, y, algorithm=A)``.
+
+Interleaved: every repetition runs one sample of each variant, the order
+rotating between repetitions, so a change in the load of this shared machine
+affects all variants alike; a sample is a barrier and then ``calls`` calls,
+timed on each rank; a repetition's time is the slowest rank's; reported is the
+median over repetitions per call. Each variant's result is checked against
+``MPI_Allreduce`` before timing. Float64 sums of integers (exact). P = 2 only:
+the machine has 2 cores (oversubscribed above).
+
+Reproduce: ``.venv/bin/python benchmarks/run.py --only oneshot`` (or
+``.venv/bin/python benchmarks/bench_oneshot.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+COMMAND = ".venv/bin/python benchmarks/run.py --only oneshot"
+P = 2
+#: (bytes, calls per sample)
+SIZES = ((8, 200), (64, 200), (512, 200), (4096, 100), (32768, 40), (262144, 8), (1048576, 3), (4194304, 1))
+REPETITIONS = 61
+TARGET = 1.2
+TIMEOUT_S = 900
+
+
+def _control_algorithm(nbytes: int) -> tuple[str, dict]:
+    """The topocoll algorithm ``auto`` runs at ``nbytes`` when it does not delegate to the library."""
+    from topocoll.mpi import choose
+
+    try:
+        return choose("allreduce", P, nbytes, commutative=True, native=False)
+    except TypeError:   # before the library rows existed, auto never delegated
+        return choose("allreduce", P, nbytes, commutative=True)
+
+
+def worker(out: str, repetitions: int, sizes) -> None:
+    import numpy as np
+    from mpi4py import MPI
+
+    import topocoll.mpi as tc
+    from topocoll.schedules import generate
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    rows = []
+    for nbytes, calls in sizes:
+        n = nbytes // 8
+        x = (np.arange(n) % 1000 + rank).astype(np.float64)
+        y = np.empty_like(x)
+        want = np.empty_like(x)
+        comm.Allreduce(x, want, op=MPI.SUM)
+        name, params = _control_algorithm(nbytes)
+        pl = tc.plan(generate("allreduce", name, P, count=n, itemsize=8, **params), x, y, op="sum", comm=comm)
+
+        def run_plan():
+            pl.start()
+            pl.wait()
+
+        variants = {
+            "MPI_Allreduce": lambda: comm.Allreduce(x, y, op=MPI.SUM),
+            "auto one-shot": lambda: tc.allreduce(x, y, op=MPI.SUM),
+            f"{name} plan": run_plan,
+            f"{name} one-shot": lambda: tc.allreduce(x, y, op=MPI.SUM, algorithm=name, **params),
+        }
+        for label, call in variants.items():   # checked (and warmed up) before timing
+            y[...] = 0
+            for _ in range(3):
+                call()
+            if not np.array_equal(y, want):
+                raise SystemExit(f"bench_oneshot: {label} at {nbytes} B differs from MPI_Allreduce")
+        labels = list(variants)
+        times = np.zeros((repetitions, len(labels)))
+        for rep in range(repetitions):
+            for j in range(len(labels)):
+                k = (j + rep) % len(labels)   # rotate the order between repetitions
+                call = variants[labels[k]]
+                comm.Barrier()
+                start = time.perf_counter()
+                for _ in range(calls):
+                    call()
+                times[rep, k] = (time.perf_counter() - start) / calls
+        slowest = np.max(comm.gather(times, root=0), axis=0) if rank == 0 else None
+        if rank == 0:
+            med = np.median(slowest, axis=0)
+            rows.append({"bytes": nbytes, "calls": calls, "algorithm": name, "params": params,
+                         "median_us": dict(zip(labels, (1e6 * med).tolist())),
+                         "auto_picks": _auto_pick(nbytes)})
+        pl.free()
+    if rank == 0:
+        Path(out).write_text(json.dumps({"library": MPI.Get_library_version().splitlines()[0].strip(),
+                                         "repetitions": repetitions, "rows": rows}))
+
+
+def _auto_pick(nbytes: int) -> str:
+    from topocoll.mpi import choose
+
+    name, params = choose("allreduce", P, nbytes, commutative=True)
+    return name + "".join(f", {k}={v}" for k, v in params.items())
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
+
+
+def _time(us: float) -> str:
+    return f"{us / 1000:,.2f} ms" if us >= 10_000 else f"{us:,.1f} µs"
+
+
+def measure(repetitions: int = REPETITIONS) -> tuple[dict, float, float, float]:
+    """(the worker's JSON, load average before, after, wall seconds)."""
+    venv = ROOT / ".venv" / "bin"
+    env = {**os.environ, "PATH": f"{venv}:{os.environ.get('PATH', '')}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "oneshot.json"
+        cmd = [str(venv / "mpiexec"), "-n", str(P), str(venv / "python"), str(Path(__file__).resolve()), "--worker",
+               "--out", str(out), "--repetitions", str(repetitions)]
+        load_before = os.getloadavg()[0]
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S, cwd=ROOT)
+        wall = time.perf_counter() - start
+        if done.returncode != 0 or not out.exists():
+            last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
+            raise RuntimeError(f"bench_oneshot: `{' '.join(cmd)}` failed (exit {done.returncode}): {last}")
+        return json.loads(out.read_text()), load_before, os.getloadavg()[0], wall
+
+
+def section(result: dict, load_before: float, load_after: float, wall: float) -> str:
+    lines = [
+        "## MPI one-shot calls: plans cached per communicator, agreed once (issue 26, item 4)", "",
+        f"Reproduce: `{COMMAND}`: one `mpiexec -n {P}` job ({result['library']}, the `mpich` wheel), "
+        f"{wall:.0f} s, load average {load_before:.1f} before and {load_after:.1f} after on this "
+        f"{os.cpu_count()}-core shared machine. Per size, four variants interleaved (one sample of each per "
+        f"repetition, the order rotating), {result['repetitions']} repetitions; a sample is a barrier and then "
+        "`calls` calls; the time is the median over repetitions of the slowest rank's time per call. "
+        "Same-algorithm control: the topocoll algorithm `auto` runs where it does not delegate to the library, "
+        "as a persistent plan bound to the same buffers (`pl.start(); pl.wait()`) and as a one-shot call "
+        "`allreduce(x, y, algorithm=A)`. Float64 sums, checked against `MPI_Allreduce` before timing. "
+        f"Targets: one-shot ≤ {TARGET}× its plan; `auto` ≤ {TARGET}× `MPI_Allreduce`.", "",
+        "| size | calls | MPI_Allreduce | `auto` one-shot (runs) | auto / MPI | A | A plan | A one-shot | "
+        "one-shot / plan | met |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in result["rows"]:
+        med = row["median_us"]
+        name = row["algorithm"]
+        mpi, auto = med["MPI_Allreduce"], med["auto one-shot"]
+        plan, one = med[f"{name} plan"], med[f"{name} one-shot"]
+        r_auto, r_plan = auto / mpi, one / plan
+        met = "yes" if r_auto <= TARGET and r_plan <= TARGET else "**no**"
+        lines.append(f"| {_size(row['bytes'])} | {row['calls']} | {_time(mpi)} | {_time(auto)} ({row['auto_picks']}) "
+                     f"| **{r_auto:.2f}×** | {name} | {_time(plan)} | {_time(one)} | **{r_plan:.2f}×** | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def run() -> str:
+    return section(*measure())
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", action="store_true", help="the timed part, under mpiexec")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--repetitions", type=int, default=REPETITIONS)
+    parser.add_argument("--max-bytes", type=int, default=None, help="only sizes up to this many bytes")
+    args = parser.parse_args(argv)
+    sizes = [s for s in SIZES if args.max_bytes is None or s[0] <= args.max_bytes]
+    if args.worker:
+        worker(args.out, args.repetitions, sizes)
+    else:
+        print(section(*measure(args.repetitions)))
+
+
+if __name__ == "__main__":
+    main()
