@@ -101,12 +101,14 @@ def worker(out: str, repetitions: int, sizes) -> None:
                 for _ in range(calls):
                     call()
                 times[rep, k] = (time.perf_counter() - start) / calls
-        slowest = np.max(comm.gather(times, root=0), axis=0) if rank == 0 else None
+        gathered = comm.gather(times, root=0)
+        slowest = np.max(gathered, axis=0) if rank == 0 else None
         if rank == 0:
             med = np.median(slowest, axis=0)
             rows.append({"bytes": nbytes, "calls": calls, "algorithm": name, "params": params,
                          "median_us": dict(zip(labels, (1e6 * med).tolist())),
                          "auto_picks": _auto_pick(nbytes)})
+            print(f"bench_oneshot: {nbytes} B done", file=sys.stderr, flush=True)
         pl.free()
     if rank == 0:
         Path(out).write_text(json.dumps({"library": MPI.Get_library_version().splitlines()[0].strip(),
@@ -131,14 +133,17 @@ def _time(us: float) -> str:
     return f"{us / 1000:,.2f} ms" if us >= 10_000 else f"{us:,.1f} µs"
 
 
-def measure(repetitions: int = REPETITIONS) -> tuple[dict, float, float, float]:
+def measure(repetitions: int = REPETITIONS, sizes: str | None = None,
+            calls_scale: float = 1.0) -> tuple[dict, float, float, float]:
     """(the worker's JSON, load average before, after, wall seconds)."""
     venv = ROOT / ".venv" / "bin"
     env = {**os.environ, "PATH": f"{venv}:{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "oneshot.json"
         cmd = [str(venv / "mpiexec"), "-n", str(P), str(venv / "python"), str(Path(__file__).resolve()), "--worker",
-               "--out", str(out), "--repetitions", str(repetitions)]
+               "--out", str(out), "--repetitions", str(repetitions), "--calls-scale", str(calls_scale)]
+        if sizes:
+            cmd += ["--sizes", sizes]
         load_before = os.getloadavg()[0]
         start = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S, cwd=ROOT)
@@ -186,13 +191,16 @@ def main(argv=None) -> None:
     parser.add_argument("--worker", action="store_true", help="the timed part, under mpiexec")
     parser.add_argument("--out", default=None)
     parser.add_argument("--repetitions", type=int, default=REPETITIONS)
-    parser.add_argument("--max-bytes", type=int, default=None, help="only sizes up to this many bytes")
+    parser.add_argument("--sizes", default=None, help="comma-separated sizes in bytes (default: all of SIZES)")
+    parser.add_argument("--calls-scale", type=float, default=1.0, help="calls per sample times this (>= 1 call)")
     args = parser.parse_args(argv)
-    sizes = [s for s in SIZES if args.max_bytes is None or s[0] <= args.max_bytes]
+    calls = dict(SIZES)
+    chosen = [int(b) for b in args.sizes.split(",")] if args.sizes else list(calls)
+    sizes = [(b, max(1, round(calls.get(b, 1) * args.calls_scale))) for b in chosen]
     if args.worker:
         worker(args.out, args.repetitions, sizes)
     else:
-        print(section(*measure(args.repetitions)))
+        print(section(*measure(args.repetitions, args.sizes, args.calls_scale)))
 
 
 if __name__ == "__main__":

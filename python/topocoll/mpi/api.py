@@ -570,7 +570,9 @@ def reduce_scatter(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str
     if entry.schedule is None:
         return recv
     pl = entry.staging
-    owner = _result_block(entry.schedule)
+    if entry.owners is None:
+        entry.owners = _result_block(entry.schedule)
+    owner = entry.owners
     work = pl.recvbuf
     for r in range(p):   # block owner[r] of the schedule carries the caller's block r
         work[owner[r] * m:(owner[r] + 1) * m] = send[r * m:(r + 1) * m]
@@ -580,13 +582,8 @@ def reduce_scatter(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str
     return recv
 
 
-@lru_cache(maxsize=64)
-def _owners(schedule: Schedule) -> tuple:
-    return tuple(int(list(schedule.result_blocks(r))[0]) for r in range(schedule.p))
-
-
-def _result_block(schedule: Schedule) -> tuple:
-    return _owners(schedule)
+def _result_block(schedule: Schedule) -> list[int]:
+    return [int(list(schedule.result_blocks(r))[0]) for r in range(schedule.p)]
 
 
 def alltoall(sendbuf, recvbuf=None, *, comm=None, algorithm: str = "auto", tuning=None,

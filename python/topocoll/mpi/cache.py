@@ -199,6 +199,7 @@ class Entry:
         self.last: Plan | None = None       # the plan run last, for the identity check
         self.seen: tuple | None = None      # buffer addresses of the last call that did not bind
         self._staging: Plan | None = None
+        self.owners: list[int] | None = None   # reduce_scatter: the block each rank ends with
 
     def program(self, separate_input: bool):
         found = self._programs.get(separate_input)
@@ -210,7 +211,7 @@ class Entry:
     def _bind(self, sendbuf, recvbuf) -> Plan:
         program = self.program(sendbuf is not recvbuf)
         pl = Plan(self.schedule, program, self.cache.comm, sendbuf, recvbuf, self.operator, "p2p",
-                  tag_base=self.tag_base, guard=self.cache.guard)
+                  tag_base=self.tag_base, guard=self.cache.guard, label=self.label)
         pl.owner = self
         return pl
 

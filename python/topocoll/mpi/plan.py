@@ -118,8 +118,10 @@ class Plan:
     """A compiled, bound collective; see the module docstring. Build with :func:`plan`."""
 
     def __init__(self, schedule: Schedule, program: RankProgram, comm, sendbuf, recvbuf,
-                 operator: Operator, transport: str, progress: str = "auto", *, tag_base: int = 0, guard=None):
+                 operator: Operator, transport: str, progress: str = "auto", *, tag_base: int = 0, guard=None,
+                 label: str | None = None):
         self.schedule, self.program, self.comm = schedule, program, comm
+        self.label = program.label if label is None else label   # what the guard's errors call this run
         # a plan of the one-shot calls' cache (:mod:`.cache`): its tags start at tag_base on the
         # cache's communicator, and its waits go through the guard that turns mismatches into errors
         self.tag_base, self.guard = tag_base, guard
@@ -472,7 +474,7 @@ def _script(plan: "Plan", program: RankProgram) -> list[Callable]:
             raise RuntimeError(f"{program.label}: rank {program.rank}: no order completes the schedule")
         _, i = heapq.heappop(in_flight)
         steps.append(requests[request_of[i]].Wait if plan.guard is None
-                     else plan.guard.waiter(requests[request_of[i]], program.peer[i], program.label))
+                     else plan.guard.waiter(requests[request_of[i]], program.peer[i], plan.label))
         if kind[i] == SEND:
             finish(i)
         elif i in deps_done:
@@ -482,7 +484,7 @@ def _script(plan: "Plan", program: RankProgram) -> list[Callable]:
             arrived.add(i)
     leftover = [requests[request_of[i]] for _, i in in_flight]   # sends nothing waited for
     if leftover and plan.guard is not None:
-        steps.append(plan.guard.waiter_all(leftover, [program.peer[i] for _, i in in_flight], program.label))
+        steps.append(plan.guard.waiter_all(leftover, [program.peer[i] for _, i in in_flight], plan.label))
     elif leftover:
         steps.append(lambda: _waitall(leftover))
     return steps

@@ -59,7 +59,7 @@ class PointToPoint:
         self.MPI = MPI
         program, comm = plan.program, plan.comm
         base = plan.tag_base
-        self.guard, self.label = plan.guard, program.label
+        self.guard, self.label = plan.guard, plan.label
         self.peers: list[int] = []   # per request
         self.requests = []
         self.op_of: list[int] = []
