@@ -101,10 +101,17 @@ GRACE_S = 1.0
 AGREE_TAG = 0
 
 
-def _mpi():
-    from mpi4py import MPI
+_MPI = None
 
-    return MPI
+
+def _mpi():
+    """mpi4py's MPI, imported on first use (importing it initialises MPI)."""
+    global _MPI
+    if _MPI is None:
+        from mpi4py import MPI
+
+        _MPI = MPI
+    return _MPI
 
 
 def digest(signature) -> int:
@@ -348,11 +355,14 @@ def _delete(comm, keyval, cache) -> None:
 
 
 def cache_of(comm, create: bool = True) -> PlanCache | None:
-    """The plan cache of ``comm`` (created on first use: collective, one
-    ``MPI_Comm_dup``); None when ``create`` is false and there is none."""
+    """The plan cache of ``comm`` (None: ``MPI.COMM_WORLD``; created on first
+    use: collective, one ``MPI_Comm_dup``); None when ``create`` is false and
+    there is none."""
     global _KEYVAL, _WORLD
+    if comm is None and _WORLD is not None:   # the common case, first
+        return _WORLD
     MPI = _mpi()
-    if comm is MPI.COMM_WORLD or comm == MPI.COMM_WORLD:
+    if comm is None or comm is MPI.COMM_WORLD or comm == MPI.COMM_WORLD:
         if _WORLD is None and create:
             _WORLD = PlanCache(MPI.COMM_WORLD)
         return _WORLD
