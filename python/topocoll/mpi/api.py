@@ -412,8 +412,7 @@ def _run(entry: Entry, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
                          "expected its wait() first")
     pl = entry.plan_for(send, recv) if not entry.checked else None
     if pl is not None:
-        pl.start()
-        pl.wait()
+        pl.run_owned()
         if entry.broadcast:
             entry.cache.comm.Bcast(recv, root=0)
         return recv
@@ -511,7 +510,7 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
                                    and entry.last.recvbuf is recv):
         pl = None if entry.native is not None else entry.last
         _LAST = (sendbuf, recvbuf, op, comm, algorithm, send.shape, send.dtype, pl, entry,
-                 entry.native if pl is None else pl.runner())
+                 entry.native if pl is None else pl.run_owned)
     return recv
 
 

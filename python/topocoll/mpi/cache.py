@@ -207,6 +207,7 @@ class Entry:
         self.seen: tuple | None = None      # buffer addresses of the last call that did not bind
         self._staging: Plan | None = None
         self.owners: list[int] | None = None   # reduce_scatter: the block each rank ends with
+        self.used = 0
 
     def program(self, separate_input: bool):
         found = self._programs.get(separate_input)
@@ -220,6 +221,7 @@ class Entry:
         pl = Plan(self.schedule, program, self.cache.comm, sendbuf, recvbuf, self.operator, "p2p",
                   tag_base=self.tag_base, guard=self.cache.guard, label=self.label)
         pl.owner = self
+        pl.run_owned = pl.runner()
         return pl
 
     @property
@@ -285,7 +287,8 @@ class PlanCache:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.capacity = CACHE_SIZE
         self.stride = (int(self.comm.Get_attr(MPI.TAG_UB)) - 1) // self.capacity
-        self.entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self.entries: dict[tuple, Entry] = {}
+        self.clock = 0   # calls so far: an entry's ``used`` is the clock at its last call (least recent: lowest)
         self.guard = Guard(self)
         self.freed = False
 
@@ -295,7 +298,7 @@ class PlanCache:
     def get(self, key) -> Entry | None:
         entry = self.entries.get(key)
         if entry is not None:
-            self.entries.move_to_end(key)
+            self.clock = entry.used = self.clock + 1
         return entry
 
     def describe_tag(self, tag: int) -> str:
@@ -327,11 +330,13 @@ class PlanCache:
     def insert(self, key, make) -> Entry:
         """Insert ``make(slot)`` under ``key``, evicting the least recently used key when full."""
         if len(self.entries) >= self.capacity:
-            _, old = self.entries.popitem(last=False)
+            old = min(self.entries.values(), key=lambda e: e.used)
+            del self.entries[old.key]
             old.free()
         used = {e.slot for e in self.entries.values()}
         slot = min(s for s in range(self.capacity) if s not in used)
         entry = make(slot)
+        self.clock = entry.used = self.clock + 1
         self.entries[key] = entry
         return entry
 
@@ -340,9 +345,9 @@ class PlanCache:
         if self.freed:
             return
         self.freed = True
-        while self.entries:
-            _, entry = self.entries.popitem()
+        for entry in self.entries.values():
             entry.free()
+        self.entries.clear()
         self.comm.Free()
 
 
