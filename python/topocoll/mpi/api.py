@@ -457,8 +457,9 @@ def _vector(sendbuf, recvbuf, where: str):
 
 #: the last allreduce whose plan was bound to its buffers (or that ran the library's collective):
 #: (sendbuf, recvbuf, op, comm, algorithm, shape, dtype, plan or None, entry, run). A call with the same
-#: objects skips the key: it is the most recently used key of its cache already, so the look-up
-#: would change nothing on any rank.
+#: objects skips building and hashing the key, but not the cache's clock: whether it hits the memo
+#: depends on this rank's objects, so it must leave the cache exactly as a look-up would (the
+#: least recently used key is evicted on every rank alike, :mod:`.cache`).
 _LAST = None
 
 
@@ -491,11 +492,15 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     if last is not None and last[0] is sendbuf and last[1] is recvbuf and last[2] is op and last[3] is comm \
             and last[4] == algorithm and not params and tuning is None and transport == "p2p" and not identical \
             and sendbuf.shape == last[5] and sendbuf.dtype is last[6]:
-        pl = last[7]
+        pl, entry = last[7], last[8]
         if pl is not None and pl.comm is not None and not pl._running:   # not released (evicted, freed)
+            cache = entry.cache
+            cache.clock = entry.used = cache.clock + 1
             last[9]()
             return recvbuf
-        if pl is None and not last[8].cache.freed and last[8].key in last[8].cache.entries:
+        if pl is None and not entry.cache.freed and entry.key in entry.cache.entries:
+            cache = entry.cache
+            cache.clock = entry.used = cache.clock + 1
             last[9](sendbuf, recvbuf)
             return recvbuf
     _LAST = None

@@ -72,6 +72,33 @@ def check_oneshot(report, seed: int) -> None:
     _check_other_collectives(report, seed)
     _check_tuning(report)
     _check_bounded_and_freed(report, seed)
+    _check_eviction_alike(report, seed)
+
+
+def _check_eviction_alike(report, seed: int) -> None:
+    """Ranks that pass their buffers differently (the same objects every call
+    on even ranks, new ones on odd ranks) still evict the same keys: one
+    allreduce called every iteration, a broadcast of a new size after it each
+    time, three times the capacity. A rank whose cache evicted another key than its peers' would
+    miss where they hit, and the job would end with the mismatch line."""
+    comm = report.comm.Dup()
+    rank, p = comm.Get_rank(), comm.Get_size()
+    x, y = np.zeros(5), np.zeros(5)
+    bad = []
+    for i in range(3 * cache.CACHE_SIZE):
+        everyone = _inputs(seed, 20_000 + i, p, 5)
+        if rank % 2:
+            x, y = np.zeros(5), np.zeros(5)
+        x[...] = everyone[rank]
+        if not np.array_equal(api.allreduce(x, y, comm=comm, algorithm="pairwise_exchange"), everyone.sum(axis=0)):
+            bad.append(f"iteration {i}: result differs")
+        api.bcast(np.ones(100 + i), comm=comm, algorithm="binomial")   # another collective: a new key each time
+    labels = api.cache_info(comm)["labels"]
+    if not any("count=5 " in label for label in labels):
+        bad.append("the key used every iteration was evicted")
+    comm.Free()
+    report.case(f"oneshot cache: the same keys evicted on every rank whether or not a call reuses its buffers "
+                f"({3 * cache.CACHE_SIZE} new keys around one used every time)", bad)
 
 
 def _check_other_collectives(report, seed: int) -> None:
