@@ -455,6 +455,8 @@ def _vector(sendbuf, recvbuf, where: str):
     return send, recv
 
 
+_P2P = "p2p"   # the default's object: a call that names the default transport compares equal, not identical
+
 #: the last allreduce whose plan was bound to its buffers (or that ran the library's collective):
 #: (sendbuf, recvbuf, op, comm, algorithm, shape, dtype, plan or None, entry, run). A call with the same
 #: objects skips building and hashing the key, but not the cache's clock: whether it hits the memo
@@ -464,7 +466,7 @@ _LAST = None
 
 
 def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "auto", tuning=None,
-              transport: str = "p2p", check: bool = True, identical: bool = False, **params):
+              transport: str = _P2P, check: bool = True, identical: bool = False, **params):
     """``MPI_Allreduce`` with a topocoll algorithm (``algorithm="bruck", n=5``),
     or the library's own (``algorithm="mpi"``; ``"auto"`` picks it where the
     tuning table or :data:`DEFAULTS` say so).
@@ -490,8 +492,8 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     global _LAST
     last = _LAST
     if last is not None and last[0] is sendbuf and last[1] is recvbuf and last[2] is op and last[3] is comm \
-            and last[4] == algorithm and not params and tuning is None and transport == "p2p" and not identical \
-            and sendbuf.shape == last[5] and sendbuf.dtype is last[6]:
+            and last[4] is algorithm and tuning is None and not params and not identical and transport is _P2P \
+            and sendbuf.dtype is last[6] and sendbuf.shape == last[5]:   # `is`: a miss only takes the long way
         pl, entry = last[7], last[8]
         if pl is not None and pl.comm is not None and not pl._running:   # not released (evicted, freed)
             cache = entry.cache

@@ -238,6 +238,10 @@ class Entry:
         last = self.last
         if last is not None and last.recvbuf is recv and last.sendbuf is send:
             return last
+        for pl in self.bound.values():   # the same objects as another binding (alternating buffers)
+            if pl.recvbuf is recv and pl.sendbuf is send:
+                self.last = pl
+                return pl
         if not _bindable(send, recv):
             return None
         where = (_address(send), _address(recv))
