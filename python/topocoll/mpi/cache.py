@@ -66,7 +66,10 @@ pays nothing for this: the probes run only once a wait has stalled.
 
 Limits, said plainly: a mismatch where no rank has sent anything the others
 can see (every rank of the mismatch waits to receive first) still hangs, as
-it would in MPI; no allreduce of the catalogue does that at P = 2. A call
+it would in MPI. At P = 2 every allreduce of the catalogue has rank 1 send
+before it waits (`mpi/tests/test_cache.py`), so any two
+allreduce calls that differ are caught; an allreduce on rank 0 against a
+binomial broadcast from rank 0 on rank 1 (both wait first) is not. A call
 that delegates to the library's own collective (``algorithm="mpi"``, or a
 tuning row naming it) runs inside ``MPI_Allreduce``, where no probe reaches:
 there the key carries only what MPI requires equal anyway (and the tuning
