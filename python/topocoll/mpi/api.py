@@ -350,8 +350,11 @@ def _new_entry(cache, key, name, collective, algorithm, params, shape, dtype, op
                                              tuning=tuning, same_result=same, native=can_native)
                 chosen_params = {**auto_params, **params}
             if chosen == NATIVE:
+                if not native:
+                    raise SpecError(f"algorithm='{NATIVE}' is the library's blocking collective, expected a "
+                                    "topocoll algorithm (or 'auto') for a split-phase call")
                 if not can_native:
-                    raise SpecError(f"{name}: algorithm='{NATIVE}' (the library's own collective) needs a predefined "
+                    raise SpecError(f"algorithm='{NATIVE}' (the library's own collective) needs a predefined "
                                     f"operator on a numeric type or a user MPI.Op, transport='p2p', not composite; "
                                     f"{operator.describe()} on {np.dtype(dtype)} over transport={transport!r} is not")
                 call = _native_call(collective, cache.comm, mpi_op, chosen_params)
@@ -534,9 +537,6 @@ def iallreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "
     problem = _same_shape(send, recv, "iallreduce")
     entry = _entry("allreduce", "allreduce", algorithm, params, send.shape, send.dtype, op, comm, tuning,
                    transport, check, problem, identical, native=False)
-    if entry.native is not None:
-        raise SpecError(f"iallreduce: algorithm='{NATIVE}' is the library's blocking collective, expected a topocoll "
-                        "algorithm (or 'auto')")
     if entry.schedule is None:
         return SplitRequest(None, recv)
     if identical and entry.may_differ:   # the same schedule and operator everywhere: every rank raises
