@@ -461,7 +461,7 @@ def _vector(sendbuf, recvbuf, where: str):
 _P2P = "p2p"   # the default's object: a call that names the default transport compares equal, not identical
 
 #: the last allreduce whose plan was bound to its buffers (or that ran the library's collective):
-#: (sendbuf, recvbuf, op, comm, algorithm, shape, dtype, plan or None, entry, run). A call with the same
+#: (sendbuf, recvbuf, op, comm, algorithm, shape, dtype, plan or None, entry, run, cache). A call with the same
 #: objects skips building and hashing the key, but not the cache's clock: whether it hits the memo
 #: depends on this rank's objects, so it must leave the cache exactly as a look-up would (the
 #: least recently used key is evicted on every rank alike, :mod:`.cache`).
@@ -497,14 +497,13 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     if last is not None and last[0] is sendbuf and last[1] is recvbuf and last[2] is op and last[3] is comm \
             and last[4] is algorithm and tuning is None and not params and not identical and transport is _P2P \
             and sendbuf.dtype is last[6] and sendbuf.shape == last[5]:   # `is`: a miss only takes the long way
-        pl, entry = last[7], last[8]
-        if pl is not None and pl.comm is not None and not pl._running:   # not released (evicted, freed)
-            cache = entry.cache
-            cache.clock = entry.used = cache.clock + 1
-            last[9]()
-            return recvbuf
-        if pl is None and not entry.cache.freed and entry.key in entry.cache.entries:
-            cache = entry.cache
+        pl, entry, cache = last[7], last[8], last[10]
+        if pl is not None:
+            if pl.comm is not None:   # not released: the key was neither evicted nor freed
+                cache.clock = entry.used = cache.clock + 1
+                last[9]()
+                return recvbuf
+        elif not cache.freed and entry.key in cache.entries:
             cache.clock = entry.used = cache.clock + 1
             last[9](sendbuf, recvbuf)
             return recvbuf
@@ -520,7 +519,7 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
                                    and entry.last.recvbuf is recv):
         pl = None if entry.native is not None else entry.last
         _LAST = (sendbuf, recvbuf, op, comm, algorithm, send.shape, send.dtype, pl, entry,
-                 entry.native if pl is None else pl.run_owned)
+                 entry.native if pl is None else pl.run_owned, entry.cache)
     return recv
 
 
