@@ -268,8 +268,12 @@ class Entry:
 
     def free(self) -> None:
         for pl in [*self.bound.values(), self._staging]:
-            if pl is not None:
-                pl.release()
+            if pl is None:
+                continue
+            if pl.comm is self.cache.comm:
+                pl.release()   # borrows the cache's communicator
+            else:
+                pl.free()      # a one-sided plan with a communicator of its own (collective, as evictions are)
         self.bound.clear()
         self._staging = self.last = None
 
