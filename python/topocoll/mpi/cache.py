@@ -2,9 +2,10 @@
 
 A one-shot call (``allreduce(x, y, algorithm="auto")``) used to choose its
 algorithm, hash its signature and compare the hash across ranks with one
-``MPI_Allreduce`` on every call: 150–250 µs per call at P = 2 against about
-10 µs for the same algorithm as a persistent plan. Here a call costs one
-dictionary look-up more than the plan it runs.
+``MPI_Allreduce`` on every call: 240–320 µs per ``auto`` call up to 4 KiB at
+P = 2 on this machine, against 3 µs for the same algorithm as a persistent
+plan. Here a call costs a dictionary look-up more than the plan it runs
+(about 0.5 µs; BENCHMARKS.md, "MPI one-shot calls").
 
 The cache
 ---------
@@ -18,8 +19,9 @@ type, operator, transport, ``identical``, the tuning table). Under a key: the
 schedule, this rank's compiled program (compiled once per in-place/separate
 input), and plans *bound* to buffers: a plan for the caller's own ``sendbuf``
 / ``recvbuf`` (no copies; at most :data:`BINDINGS` buffer pairs per key,
-least recently used rebound first) and a staging plan on buffers of its own
-(the input is copied in, the result out) for buffers seen once. A call whose
+least recently used rebound first; bound when the same buffers come twice in
+a row, or at once from :data:`BIND_BYTES`) and a staging plan on buffers of
+its own (the input is copied in, the result out) for the others. A call whose
 buffers are not those a plan was bound to never runs that plan: buffers are
 compared by identity, then by address, and a bound plan holds references to
 its buffers, so an address it was bound to cannot be freed and reused by
@@ -30,7 +32,10 @@ Agreeing once, and why hits need no collective
 ----------------------------------------------
 Every rank changes its cache only inside a call, as a function of the call's
 key: a miss inserts the key (evicting the least recently used one when
-full), a hit moves it to the front. The key is a pure function of the call's
+full), a hit marks it most recently used (the cache's call clock). A repeated
+``allreduce`` on the same objects skips building the key
+(``api._LAST``) but still ticks the clock: whether it skips depends on this
+rank's objects, which other ranks need not share. The key is a pure function of the call's
 arguments, and every argument in it is one the ranks must pass alike: count,
 type, operator and communicator as MPI requires for every collective
 (MPI-4.1 §6.1), algorithm, parameters, transport and tuning table as this
