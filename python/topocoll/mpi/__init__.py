@@ -15,12 +15,12 @@
 ``docs/mpi.md`` is the design note.
 """
 
-from .api import (DEFAULTS, Piece, SplitRequest, allreduce, alltoall, barrier, bcast, choose, composite,
-                  execute, free_plans, iallreduce, reduce_scatter)
+from .api import (DEFAULTS, NATIVE, Piece, SplitRequest, allreduce, alltoall, barrier, bcast, cache_info, choose,
+                  composite, execute, free_plans, iallreduce, reduce_scatter)
 from .compile import RankProgram, compile_rank
 from .operators import Operator
 from .plan import Plan, plan
 
 __all__ = ["plan", "Plan", "execute", "allreduce", "iallreduce", "SplitRequest", "reduce_scatter", "alltoall",
-           "bcast", "barrier", "composite", "Piece", "choose", "DEFAULTS", "free_plans", "compile_rank",
-           "RankProgram", "Operator"]
+           "bcast", "barrier", "composite", "Piece", "choose", "DEFAULTS", "NATIVE", "free_plans", "cache_info",
+           "compile_rank", "RankProgram", "Operator"]

@@ -3,20 +3,24 @@
 Each call names a topocoll algorithm (``algorithm="bruck", n=5``) or
 ``"auto"``, takes buffers as mpi4py takes them (NumPy arrays, any buffer,
 ``MPI.IN_PLACE``, ``(buf, count, datatype)``, ``[buf, datatype]``) and runs a
-plan (:mod:`.plan`) cached per communicator and signature, so a loop of calls
-compiles once. The call copies its input into the plan's buffer and the
-result out (the one-shot form; bind a :func:`~.plan.plan` to your own buffers
-to avoid both copies).
+plan (:mod:`.plan`) cached per communicator and arguments (:mod:`.cache`),
+so a loop of calls resolves, agrees and compiles once; a plan is bound to the
+caller's buffers where they come again (no copies), else the call copies its
+input into a plan's own buffer and the result out.
 
-Safety (``check=True``, the default): every call first compares a hash of
-its signature across ranks with one 24-byte ``MPI_Allreduce``; ranks that
+Safety (``check=True``, the default): the first call with given arguments
+compares a digest of its signature across ranks, point to point; ranks that
 disagree on collective, algorithm, parameters, size, type, operator or P all
 raise the same one-line :class:`~topocoll.errors.SpecError` before any data
-moves. ``check=False`` skips that allreduce (then disagreeing ranks hang, as
-they do in MPI).
+moves. Later calls run the cached plan with no communication but its own; a
+rank whose peer has gone on to another call aborts the job with one line
+(:mod:`.cache` says why this is safe and where it stops). ``check=False``
+skips the first call's agreement (then disagreeing ranks hang, as they do in
+MPI).
 
 ``algorithm="auto"`` reads a tuning table (``tuning=`` a JSON file or dict,
-see :func:`choose`) when given one, else :data:`DEFAULTS`.
+see :func:`choose`) when given one, else :data:`DEFAULTS`; a row may name
+``"mpi"``, the library's own collective.
 """
 
 from __future__ import annotations
@@ -30,13 +34,15 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ParseError, SpecError, TopocollError
-from ..operators import properties_text
+from ..errors import ParseError, SpecError, StateError, TopocollError
+from ..operators import MPI_NAMES, properties_text
 from ..schedules.ir import Schedule
 from ..schedules.registry import lookup, operator_allows
 from ..verify.uniform import catalogue_identical, identical_results
-from .operators import Over, Ufunc, as_operator, check_operator
-from .plan import Plan, agree
+from .cache import Entry, cache_of, free_cache
+from .compile import compile_rank
+from .operators import MpiUserOp, Over, Ufunc, as_operator, check_operator
+from .plan import TRANSPORTS, Plan, agree
 from .plan import plan as make_plan
 
 #: ``algorithm="auto"`` without a tuning table: per collective, the first row
@@ -57,10 +63,23 @@ DEFAULTS = {
 }
 
 
-def _mpi():
-    from mpi4py import MPI
+#: the algorithm name of the MPI library's own collective (``MPI_Allreduce``, ...)
+NATIVE = "mpi"
+#: the collectives that can delegate to the library's own
+NATIVE_COLLECTIVES = ("allreduce", "reduce_scatter", "alltoall", "bcast", "barrier")
 
-    return MPI
+
+_MPI = None
+
+
+def _mpi():
+    """mpi4py's MPI, imported on first use (importing it initialises MPI)."""
+    global _MPI
+    if _MPI is None:
+        from mpi4py import MPI
+
+        _MPI = MPI
+    return _MPI
 
 
 # ---- buffers ----------------------------------------------------------------------------------
@@ -117,22 +136,29 @@ def load_tuning(tuning) -> dict:
 
 
 def choose(collective: str, p: int, nbytes: int, *, commutative: bool, idempotent: bool = False,
-           tuning=None, same_result: Callable[[str], bool] | None = None) -> tuple[str, dict]:
+           tuning=None, same_result: Callable[[str], bool] | None = None, native: bool = True) -> tuple[str, dict]:
     """The algorithm ``"auto"`` runs: the tuning table's first matching row,
     else :data:`DEFAULTS`; rows whose algorithm does not exist for ``p``,
     needs more of the operator than it is, or (with ``same_result``, a
     predicate on the algorithm's name) may leave ranks with results that
-    differ in the last bits, are skipped."""
+    differ in the last bits, are skipped. A row ``"algorithm": "mpi"``
+    names the MPI library's own collective; it is taken only with
+    ``native=True`` (the call can hand its operator and type to the
+    library) and for the collectives the library has (:data:`NATIVE_COLLECTIVES`)."""
     table = load_tuning(tuning)
     rows = list(table.get(collective, [])) + DEFAULTS.get(collective, [])
     registry_name = "reduce_scatter" if collective == "composite" else collective
     for row in rows:
+        if row["algorithm"] == NATIVE and not (native and collective in NATIVE_COLLECTIVES):
+            continue
         if nbytes > row.get("max_bytes", float("inf")) or p < row.get("min_p", 0) \
                 or p > row.get("max_p", float("inf")):
             continue
         if row.get("commutative") and not commutative:
             continue
         params = dict(row.get("params", {}))
+        if row["algorithm"] == NATIVE:   # the library's own: any P, any operator it was handed
+            return NATIVE, {}
         try:
             info = lookup(registry_name, row["algorithm"])
         except TopocollError:
@@ -158,15 +184,13 @@ def _frozen(params: dict) -> tuple:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
 
 
-_PLANS: dict[tuple, Plan] = {}
-
-
 def _hash(signature) -> int:
     return int.from_bytes(hashlib.sha1(repr(signature).encode()).digest()[:7], "little")
 
 
 def _checked(comm, signature: tuple, problem: str | None, where: str) -> None:
-    """One small allreduce: every rank's signature hash equal and no problem anywhere."""
+    """One small allreduce: every rank's signature hash equal and no problem anywhere
+    (the per-call check of one-shot calls over the one-sided transport, whose waits no guard watches)."""
     MPI = _mpi()
     h = _hash(signature)
     mine = np.array([h, -h, 1 if problem else 0], dtype=np.int64)
@@ -177,24 +201,90 @@ def _checked(comm, signature: tuple, problem: str | None, where: str) -> None:
         raise SpecError(f"{where}: ranks disagree (signature hashes differ)")
 
 
-def _cached_plan(comm, schedule: Schedule, row_shape: tuple, dtype, op, transport: str) -> Plan:
-    operator = as_operator(op)
-    op_key = operator.name if isinstance(op, str) or isinstance(operator, Ufunc) else id(op)
-    key = (comm.py2f(), schedule.label(), schedule.count, row_shape, np.dtype(dtype).str, op_key, transport)
-    found = _PLANS.get(key)
-    if found is None:
-        work = np.zeros((schedule.count,) + tuple(row_shape), dtype=dtype)
-        found = make_plan(schedule, _mpi().IN_PLACE, work, op=operator, comm=comm, transport=transport)
-        found.signature_key = key
-        _PLANS[key] = found
-    return found
+def _op_key(op):
+    """The operator as part of a cache key: its name, a predefined or user
+    ``MPI.Op`` by handle (``MPI.Op`` is not hashable), anything else (a
+    callable, an :class:`Operator`) by identity: the key holds the object, so
+    its ``id`` is never reused by another while the key lives."""
+    if isinstance(op, str):
+        return op
+    if isinstance(op, _mpi().Op):
+        return ("MPI.Op", op.py2f())
+    return op
 
 
-def free_plans() -> None:
-    """Free every cached plan (collective over each plan's communicator)."""
-    while _PLANS:
-        _, pl = _PLANS.popitem()
-        pl.free()
+def _tuning_key(tuning):
+    if tuning is None:
+        return None
+    if isinstance(tuning, dict):   # by value: a table edited between calls is another key
+        return json.dumps(tuning, sort_keys=True, default=repr)
+    return ("file", str(tuning))   # read once per key
+
+
+#: where ``MPI_Allreduce`` with a predefined operator is defined for a NumPy type, by kind
+#: (MPI-4.1 §6.9.2: arithmetic on integers, floats and complex; max/min not on complex;
+#: bitwise and logical ones on integers and bool)
+_NATIVE_KINDS = {"sum": "iufc", "prod": "iufc", "max": "iuf", "min": "iuf", "band": "iub", "bor": "iub",
+                 "xor": "iub", "land": "iub", "lor": "iub", "lxor": "iub"}
+_NATIVE_CHARS = set("?bBhHiIlLqQfdFD")
+_MPI_OP_NAME = {name: mpi for mpi, name in MPI_NAMES.items()}
+
+
+def _native_op(operator, dtype):
+    """The ``MPI.Op`` the library's own reduction would run for ``operator``
+    on ``dtype``, or None where it has none (callables, over, odd types)."""
+    if isinstance(operator, MpiUserOp):
+        return operator.mpi_op
+    dtype = np.dtype(dtype)
+    if isinstance(operator, Ufunc) and dtype.char in _NATIVE_CHARS \
+            and dtype.kind in _NATIVE_KINDS.get(operator.name, ""):
+        return getattr(_mpi(), _MPI_OP_NAME[operator.name])
+    return None
+
+
+def _bytes(a: np.ndarray):
+    return [a.reshape(-1).view(np.uint8), _mpi().BYTE]
+
+
+def _native_call(collective: str, comm, mpi_op, params: dict) -> Callable:
+    """``f(send, recv)``: the library's own collective on the cache's communicator
+    (``send is recv``: in place)."""
+    MPI = _mpi()
+    if collective == "allreduce":
+        def run(send, recv):
+            comm.Allreduce(MPI.IN_PLACE if send is recv else send, recv, op=mpi_op)
+    elif collective == "reduce_scatter":
+        def run(send, recv):
+            comm.Reduce_scatter_block(send, recv, op=mpi_op)
+    elif collective == "alltoall":
+        def run(send, recv):
+            comm.Alltoall(MPI.IN_PLACE if send is recv else _bytes(send), _bytes(recv))
+    elif collective == "bcast":
+        root = params.get("root", 0)
+
+        def run(send, recv):
+            comm.Bcast(_bytes(recv), root=root)
+    else:
+        def run(send, recv):
+            comm.Barrier()
+    return run
+
+
+def free_plans(comm=None) -> None:
+    """Free the cached plans of ``comm`` (default ``MPI.COMM_WORLD``; collective
+    over it). A communicator's cache is also freed with the communicator."""
+    free_cache(_mpi().COMM_WORLD if comm is None else comm)
+
+
+def cache_info(comm=None) -> dict | None:
+    """What ``comm``'s plan cache holds (None when it has none): ``keys``,
+    ``capacity``, ``plans`` (bound and staging plans alive), ``labels``."""
+    cache = cache_of(_mpi().COMM_WORLD if comm is None else comm, create=False)
+    if cache is None or cache.freed:
+        return None
+    plans = sum(len(e.bound) + (e._staging is not None) for e in cache.entries.values())
+    return {"keys": len(cache), "capacity": cache.capacity, "plans": plans,
+            "labels": [e.label for e in cache.entries.values()]}
 
 
 # ---- one call -----------------------------------------------------------------------------------
@@ -206,60 +296,137 @@ def _operator_kind(operator) -> str:
     return "over" if isinstance(operator, Over) else "noncommutative"
 
 
-def _results_may_differ(pl: Plan) -> bool:
-    """Whether ranks may end a run of ``pl`` with results that differ in the
-    last bits (a different bracketing per rank: Bruck, the n-way
+def _may_differ(schedule: Schedule, operator, dtype) -> bool:
+    """Whether ranks may end a run of ``schedule`` with results that differ in
+    the last bits (a different bracketing per rank: Bruck, the n-way
     disseminations; docs/mpi.md, "Same result on every rank")."""
-    sched, kind, dtype = pl.schedule, _operator_kind(pl.operator), pl.recvbuf.dtype
-    known = catalogue_identical(sched.collective, sched.algorithm, sched.p, kind, dtype)
-    return not (known if known is not None else identical_results(sched, kind, dtype))
+    kind = _operator_kind(operator)
+    known = catalogue_identical(schedule.collective, schedule.algorithm, schedule.p, kind, dtype)
+    return not (known if known is not None else identical_results(schedule, kind, dtype))
 
 
-def _prepare(name: str, collective: str, algorithm: str, params: dict, count: int, row_shape, dtype,
-             op, comm, tuning, transport: str, check: bool, local_problem: str | None,
-             identical: bool = False) -> Plan:
-    """Resolve the algorithm, check agreement, return the cached plan.
-    ``identical``: ``"auto"`` picks only algorithms that leave every rank
-    the same bits (the caller broadcasts after any other)."""
-    MPI = _mpi()
-    comm = MPI.COMM_WORLD if comm is None else comm
-    p = comm.Get_size()
-    where = name
-    problem = local_problem
-    schedule = None
+def _entry(name: str, collective: str, algorithm: str, params: dict, shape: tuple, dtype, op, comm, tuning,
+           transport: str, check: bool, local_problem: str | None, identical: bool = False,
+           native: bool = True) -> Entry:
+    """The cache entry of this call: a hit costs one look-up; a miss resolves
+    the algorithm, agrees across ranks once and compiles (:mod:`.cache`).
+    ``identical``: ``"auto"`` picks only algorithms that leave every rank the
+    same bits (the call broadcasts after any other); ``native``: whether
+    ``"auto"`` may delegate to the library's own collective."""
+    cache = cache_of(comm)
+    key = (name, algorithm, _frozen(params) if params else (), shape, dtype, _op_key(op), transport, identical,
+           native, _tuning_key(tuning) if tuning is not None else None)
+    entry = cache.get(key) if local_problem is None else None
+    if entry is not None:
+        if entry.checked and check:   # one-sided: no guard watches its waits, so check every call
+            _checked(cache.comm, entry.signature, None, name)
+        return entry
+    return _new_entry(cache, key, name, collective, algorithm, params, shape, dtype, op, tuning, transport,
+                      check, local_problem, identical, native)
+
+
+def _new_entry(cache, key, name, collective, algorithm, params, shape, dtype, op, tuning, transport, check,
+               problem, identical, native) -> Entry:
+    p = cache.size
+    count, row_shape = shape[0], tuple(shape[1:])
     itemsize = int(np.dtype(dtype).itemsize * int(np.prod(row_shape, dtype=np.int64)))
-    operator = None
+    schedule = operator = call = program = None
+    chosen, chosen_params = algorithm, dict(params)
     try:
         operator = as_operator(op)
+        if transport not in TRANSPORTS:
+            raise SpecError(f"transport={transport!r}, expected one of {', '.join(TRANSPORTS)}")
+        reduction = collective in ("allreduce", "reduce_scatter")
+        mpi_op = _native_op(operator, dtype) if reduction else None
+        can_native = native and name != "composite" and transport == "p2p" and (mpi_op is not None or not reduction)
         if problem is None and count > 0:
             nbytes = count * itemsize // (p if collective == "alltoall" else 1)
             if algorithm == "auto":
                 kind = _operator_kind(operator)
-                same = (lambda algo: catalogue_identical(collective, algo, p, kind, dtype) is not False) \
-                    if identical else None
-                algorithm, auto_params = choose(name if name == "composite" else collective, p, nbytes,
-                                                commutative=operator.commutative,
-                                                idempotent=operator.idempotent, tuning=tuning,
-                                                same_result=same)
-                params = {**auto_params, **params}
-            schedule = _schedule(collective, algorithm, p, count, itemsize, _frozen(params))
-            problem = check_operator(schedule, operator)
+                same = (lambda algo: algo == NATIVE or catalogue_identical(collective, algo, p, kind, dtype)
+                        is not False) if identical else None
+                chosen, auto_params = choose(name if name == "composite" else collective, p, nbytes,
+                                             commutative=operator.commutative, idempotent=operator.idempotent,
+                                             tuning=tuning, same_result=same, native=can_native)
+                chosen_params = {**auto_params, **params}
+            if chosen == NATIVE:
+                if not native:
+                    raise SpecError(f"algorithm='{NATIVE}' is the library's blocking collective, expected a "
+                                    "topocoll algorithm (or 'auto') for a split-phase call")
+                if not can_native:
+                    raise SpecError(f"algorithm='{NATIVE}' (the library's own collective) needs a predefined "
+                                    f"operator on a numeric type or a user MPI.Op, transport='p2p', not composite; "
+                                    f"{operator.describe()} on {np.dtype(dtype)} over transport={transport!r} is not")
+                call = _native_call(collective, cache.comm, mpi_op, chosen_params)
+            else:
+                schedule = _schedule(collective, chosen, p, count, itemsize, _frozen(chosen_params))
+                problem = check_operator(schedule, operator)
+                if problem is None and transport == "p2p":
+                    program = compile_rank(schedule, cache.rank, separate_input=False)
+                    if program.max_tag >= cache.stride:
+                        problem = (f"tag {program.max_tag} exceeds the {cache.stride} tags of a cached plan "
+                                   f"(MPI_TAG_UB over {cache.capacity} cache slots), expected a schedule with "
+                                   "fewer rounds")
     except TopocollError as exc:
         problem = str(exc)
     except Exception as exc:   # noqa: BLE001 - every rank must hear it, not hang
         problem = f"{type(exc).__name__}: {exc}"
+    runs = chosen + "".join(f", {k}={v!r}" for k, v in sorted(chosen_params.items()))
     signature = (("call", name), ("algorithm", algorithm), ("parameters", repr(_frozen(params))), ("P", p),
                  ("count", count), ("element", f"{np.dtype(dtype).str}{list(row_shape)}"),
                  ("operator", getattr(operator, "name", repr(op))), ("transport", transport),
-                 ("identical", identical))   # a broadcast after the run: every rank or none
-    if check or problem:
-        if check:
-            _checked(comm, signature, problem, where)
-        else:
-            agree(comm, signature, problem, where)
-    if count == 0:   # MPI: a zero-count collective moves nothing
-        return None
-    return _cached_plan(comm, schedule, tuple(row_shape), dtype, op, transport)
+                 ("identical", identical),   # a broadcast after the run: every rank or none
+                 ("chosen algorithm", runs))
+    if check:
+        cache.agree(signature, problem, name)
+    elif problem:
+        raise SpecError(f"{name}: {problem}")
+    may_differ = identical and schedule is not None and _may_differ(schedule, operator, dtype)
+    label = schedule.label() if schedule is not None else f"{name}/{runs}(p={p})"
+    label = f"{label} count={count} {np.dtype(dtype)}{list(row_shape) if row_shape else ''} op={operator.name}"
+
+    def make(slot: int) -> Entry:
+        entry = Entry(cache, key, slot, schedule, operator, label, row_shape=row_shape, dtype=dtype, native=call,
+                      broadcast=may_differ and name == "allreduce")
+        entry.may_differ, entry.signature, entry.checked = may_differ, signature, transport != "p2p"
+        if program is not None:
+            entry._programs[False] = program
+        elif schedule is not None:   # one-sided: a plan of its own (collective, as every rank is here)
+            work = np.zeros((count,) + row_shape, dtype=dtype)
+            entry._staging = make_plan(schedule, _mpi().IN_PLACE, work, op=operator, comm=cache.comm,
+                                       transport=transport)
+        return entry
+    return cache.insert(key, make)
+
+
+def _run(entry: Entry, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
+    """Run ``entry``'s collective from ``send`` into ``recv`` (``send is recv``:
+    in place): on a plan bound to these buffers, else through the staging plan
+    (input copied in, result out); then, with ``identical=True`` after an
+    algorithm whose results may differ, rank 0's result to every rank."""
+    if entry.native is not None:
+        entry.native(send, recv)
+        return recv
+    if entry.schedule is None:   # a zero-count call: nothing moves (MPI)
+        return recv
+    staging = entry._staging
+    if staging is not None and staging._running:
+        raise StateError(f"{entry.label}: a call while a split-phase call with the same arguments is in flight, "
+                         "expected its wait() first")
+    pl = entry.plan_for(send, recv) if not entry.checked else None
+    if pl is not None:
+        pl.run_owned()
+        if entry.broadcast:
+            entry.cache.comm.Bcast(recv, root=0)
+        return recv
+    pl = entry.staging
+    pl.recvbuf[...] = send
+    pl.start()
+    pl.wait()
+    if entry.broadcast:
+        entry.cache.comm.Bcast(pl.recvbuf, root=0)
+    recv[...] = pl.recvbuf
+    return recv
 
 
 def execute(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, transport: str = "p2p"):
@@ -277,7 +444,9 @@ def execute(schedule: Schedule, sendbuf, recvbuf=None, *, op="sum", comm=None, t
 
 
 def _vector(sendbuf, recvbuf, where: str):
-    """(input, output) arrays with MPI.IN_PLACE resolved; a problem string or None."""
+    """(input, output) arrays with MPI.IN_PLACE resolved (the same array twice)."""
+    if type(sendbuf) is np.ndarray and type(recvbuf) is np.ndarray:   # the common case, first
+        return sendbuf, recvbuf
     MPI = _mpi()
     send, recv = as_array(sendbuf, where), as_array(recvbuf, where)
     if send is MPI.IN_PLACE or send is None:
@@ -289,9 +458,21 @@ def _vector(sendbuf, recvbuf, where: str):
     return send, recv
 
 
+_P2P = "p2p"   # the default's object: a call that names the default transport compares equal, not identical
+
+#: the last allreduce whose plan was bound to its buffers (or that ran the library's collective):
+#: (sendbuf, recvbuf, op, comm, algorithm, shape, dtype, plan or None, entry, run, cache). A call with the same
+#: objects skips building and hashing the key, but not the cache's clock: whether it hits the memo
+#: depends on this rank's objects, so it must leave the cache exactly as a look-up would (the
+#: least recently used key is evicted on every rank alike, :mod:`.cache`).
+_LAST = None
+
+
 def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "auto", tuning=None,
-              transport: str = "p2p", check: bool = True, identical: bool = False, **params):
-    """``MPI_Allreduce`` with a topocoll algorithm (``algorithm="bruck", n=5``).
+              transport: str = _P2P, check: bool = True, identical: bool = False, **params):
+    """``MPI_Allreduce`` with a topocoll algorithm (``algorithm="bruck", n=5``),
+    or the library's own (``algorithm="mpi"``; ``"auto"`` picks it where the
+    tuning table or :data:`DEFAULTS` say so).
 
     Returns ``recvbuf`` (allocated when omitted). Bruck and the n-way
     disseminations bracket the reduction differently on each rank, so with
@@ -300,28 +481,45 @@ def allreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "a
     ``"auto"`` then picks only algorithms that give it, and after any other
     algorithm rank 0's result is broadcast (one ``MPI_Bcast`` more).
 
+    The first call with given arguments agrees across ranks and compiles;
+    later ones run the cached plan, bound to ``sendbuf`` and ``recvbuf``
+    where they come again (:mod:`.cache`, also for what ``check=False`` and a
+    mismatch on a later call do).
+
     Examples
     --------
     Under ``mpiexec -n 4``::
 
         y = allreduce(x, op=MPI.SUM, algorithm="nway_dissemination", n=3)
     """
+    global _LAST
+    last = _LAST
+    if last is not None and last[0] is sendbuf and last[1] is recvbuf and last[2] is op and last[3] is comm \
+            and last[4] is algorithm and tuning is None and not params and not identical and transport is _P2P \
+            and sendbuf.dtype is last[6] and sendbuf.shape == last[5]:   # `is`: a miss only takes the long way
+        pl, entry, cache = last[7], last[8], last[10]
+        if pl is not None:
+            if pl.comm is not None:   # not released: the key was neither evicted nor freed
+                cache.clock = entry.used = cache.clock + 1
+                last[9]()
+                return recvbuf
+        elif not cache.freed and entry.key in cache.entries:
+            cache.clock = entry.used = cache.clock + 1
+            last[9](sendbuf, recvbuf)
+            return recvbuf
+    _LAST = None
     send, recv = _vector(sendbuf, recvbuf, "allreduce")
-    problem = _same_shape(send, recv, "allreduce")
-    pl = _prepare("allreduce", "allreduce", algorithm, params, send.shape[0], send.shape[1:], send.dtype, op,
-                  comm, tuning, transport, check, problem, identical)
-    return _run_through(pl, send, recv, broadcast=identical and pl is not None and _results_may_differ(pl))
-
-
-def _run_through(pl: Plan | None, send: np.ndarray, recv: np.ndarray, broadcast: bool = False) -> np.ndarray:
-    """The one-shot form: input into the plan's buffer, run, result out
-    (``broadcast``: rank 0's result replaces every rank's first)."""
-    if pl is not None:   # None: a zero-count call, nothing moves
-        pl.recvbuf[...] = send
-        pl.run()
-        if broadcast:
-            pl.comm.Bcast(pl.recvbuf, root=0)
-        recv[...] = pl.recvbuf
+    problem = None if send is recv or (send.shape == recv.shape and send.dtype == recv.dtype) \
+        else _same_shape(send, recv, "allreduce")
+    entry = _entry("allreduce", "allreduce", algorithm, params, send.shape, send.dtype, op, comm, tuning, transport,
+                   check, problem, identical)
+    _run(entry, send, recv)
+    if send is sendbuf and recv is recvbuf and not params and tuning is None and transport == "p2p" \
+            and not identical and (entry.native is not None or entry.last is not None and entry.last.sendbuf is send
+                                   and entry.last.recvbuf is recv):
+        pl = None if entry.native is not None else entry.last
+        _LAST = (sendbuf, recvbuf, op, comm, algorithm, send.shape, send.dtype, pl, entry,
+                 entry.native if pl is None else pl.run_owned, entry.cache)
     return recv
 
 
@@ -332,17 +530,19 @@ def iallreduce(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str = "
     one round; nothing progresses between calls. ``recvbuf`` holds the result
     once ``test()`` returned True (or after ``wait()``). ``identical=True``:
     as in :func:`allreduce`, but an algorithm whose results may differ is
-    refused (a broadcast would block inside ``test()``)."""
+    refused (a broadcast would block inside ``test()``). ``"auto"`` never
+    delegates to the library here (its rounds are not this call's to advance)."""
     send, recv = _vector(sendbuf, recvbuf, "iallreduce")
     problem = _same_shape(send, recv, "iallreduce")
-    pl = _prepare("allreduce", "allreduce", algorithm, params, send.shape[0], send.shape[1:], send.dtype, op,
-                  comm, tuning, transport, check, problem, identical)
-    if pl is None:
+    entry = _entry("allreduce", "allreduce", algorithm, params, send.shape, send.dtype, op, comm, tuning,
+                   transport, check, problem, identical, native=False)
+    if entry.schedule is None:
         return SplitRequest(None, recv)
-    if identical and _results_may_differ(pl):   # the same schedule and operator everywhere: every rank raises
-        raise SpecError(f"iallreduce: {pl.schedule.label()} may leave ranks with results that differ in the last "
-                        f"bits for op={pl.operator.name} on {pl.recvbuf.dtype}, expected identical=False or an "
-                        "algorithm with the same result on every rank (topocoll algorithms)")
+    if identical and entry.may_differ:   # the same schedule and operator everywhere: every rank raises
+        raise SpecError(f"iallreduce: {entry.schedule.label()} may leave ranks with results that differ in the last "
+                        f"bits for op={entry.operator.name} on {np.dtype(send.dtype)}, expected identical=False or "
+                        "an algorithm with the same result on every rank (topocoll algorithms)")
+    pl = entry.staging
     pl.recvbuf[...] = send
     pl.start_split()
     return SplitRequest(pl, recv)
@@ -400,11 +600,17 @@ def reduce_scatter(sendbuf, recvbuf=None, op="sum", *, comm=None, algorithm: str
         recv = np.empty((m,) + send.shape[1:], dtype=send.dtype)
     if problem is None and (recv.shape[0] != m or recv.dtype != send.dtype):
         problem = f"recvbuf has {recv.shape[0]} {recv.dtype} elements, expected {m} {send.dtype} (one block)"
-    pl = _prepare("reduce_scatter", "reduce_scatter", algorithm, params, send.shape[0], send.shape[1:],
-                  send.dtype, op, comm, tuning, transport, check, problem)
-    if pl is None:
+    entry = _entry("reduce_scatter", "reduce_scatter", algorithm, params, send.shape, send.dtype, op, comm, tuning,
+                   transport, check, problem)
+    if entry.native is not None:
+        entry.native(np.ascontiguousarray(send), recv)
         return recv
-    owner = _result_block(pl.schedule)
+    if entry.schedule is None:
+        return recv
+    pl = entry.staging
+    if entry.owners is None:
+        entry.owners = _result_block(entry.schedule)
+    owner = entry.owners
     work = pl.recvbuf
     for r in range(p):   # block owner[r] of the schedule carries the caller's block r
         work[owner[r] * m:(owner[r] + 1) * m] = send[r * m:(r + 1) * m]
@@ -428,31 +634,29 @@ def alltoall(sendbuf, recvbuf=None, *, comm=None, algorithm: str = "auto", tunin
     problem = _same_shape(send, recv, "alltoall")
     if problem is None and send.shape[0] % comm_.Get_size():
         problem = f"sendbuf has {send.shape[0]} elements, expected P={comm_.Get_size()} equal blocks"
-    pl = _prepare("alltoall", "alltoall", algorithm, params, send.shape[0], send.shape[1:], send.dtype, "sum",
-                  comm, tuning, transport, check, problem)
-    return _run_through(pl, send, recv)
+    entry = _entry("alltoall", "alltoall", algorithm, params, send.shape, send.dtype, "sum", comm, tuning,
+                   transport, check, problem)
+    return _run(entry, send, recv)
 
 
 def bcast(buf, root: int = 0, *, comm=None, algorithm: str = "auto", tuning=None, transport: str = "p2p",
           check: bool = True, **params):
     """``MPI_Bcast`` of ``buf`` (in place) from ``root``."""
     array = as_array(buf, "bcast")
-    pl = _prepare("bcast", "bcast", algorithm, {**params, "root": root}, array.shape[0], array.shape[1:],
-                  array.dtype, "sum", comm, tuning, transport, check, None)
-    if pl is None:
-        return array
-    pl.recvbuf[...] = array
-    pl.run()
-    array[...] = pl.recvbuf
-    return array
+    entry = _entry("bcast", "bcast", algorithm, {**params, "root": root}, array.shape, array.dtype, "sum", comm,
+                   tuning, transport, check, None)
+    return _run(entry, array, array)
 
 
 def barrier(*, comm=None, algorithm: str = "auto", tuning=None, transport: str = "p2p", check: bool = False,
             **params) -> None:
     """``MPI_Barrier`` with a topocoll algorithm (one-element messages)."""
-    pl = _prepare("barrier", "barrier", algorithm, params, 1, (), np.uint8, "max", comm, tuning, transport,
-                  check, None)
-    pl.run()
+    entry = _entry("barrier", "barrier", algorithm, params, (1,), np.dtype(np.uint8), "max", comm, tuning,
+                   transport, check, None)
+    if entry.native is not None:
+        entry.native(None, None)
+    else:
+        entry.staging.run()
 
 
 @dataclass
@@ -485,13 +689,14 @@ def composite(image, *, comm=None, algorithm: str = "auto", k=None, order=None, 
     params = {"depth_order": None if order is None else tuple(int(r) for r in order), "gather_root": gather_to}
     if k is not None:
         params["k"] = k
-    pl = _prepare("composite", "reduce_scatter", algorithm, params, flat.shape[0], (4,), np.float32, "over",
-                  comm, tuning, transport, check, problem)
-    if pl is None:
+    entry = _entry("composite", "reduce_scatter", algorithm, params, flat.shape, flat.dtype, "over", comm, tuning,
+                   transport, check, problem)
+    if entry.schedule is None:
         return Piece(0, 0, flat[:0].copy()) if gather_to is None else None
+    pl = entry.staging
     pl.recvbuf[...] = flat
     pl.run()
-    schedule, rank = pl.schedule, comm_.Get_rank()
+    schedule, rank = entry.schedule, comm_.Get_rank()
     if gather_to is not None:
         return pl.recvbuf.reshape(array.shape).copy() if rank == gather_to else None
     blocks = sorted(schedule.result_blocks(rank))

@@ -3,7 +3,7 @@
     mpiexec -n 4 python -m topocoll.mpi.check [--collective C] [--algorithm A]
         [--param n=2 ...] [--count N] [--op sum|max|affine|...] [--seed S]
         [--transport p2p|rma] [--progress auto|dataflow|script] [--runs N] [--suite] [--fail-rank R [--fail-in start|op]]
-        [--disagree FIELD] [--operators]
+        [--disagree FIELD] [--operators] [--oneshot] [--mismatch FIELD]
 
 Every rank derives every rank's input from the seed, runs its part through a
 plan (:func:`topocoll.mpi.plan`) ``--runs`` times with new data each run,
@@ -20,7 +20,8 @@ operator against the MPI library (:mod:`.operator_check`). ``--fail-rank R`` mak
 inside a reduction with ``--fail-in op``) to show that the job aborts with
 one line instead of hanging; ``--disagree FIELD`` makes rank P-1 call with
 another count, algorithm or operator, to show that every rank gets the same
-error before data moves.
+error before data moves. ``--oneshot`` checks the one-shot calls' plan cache
+and ``--mismatch FIELD`` a mismatch on a cached call (:mod:`.oneshot_check`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from ..errors import SpecError
 from .abort import run_or_abort
+from .oneshot_check import check_oneshot, mismatch
 from .operator_check import check_operators
 from .operators import Operator
 
@@ -57,6 +59,10 @@ def _parse(argv):
     parser.add_argument("--fail-rank", type=int, default=None)
     parser.add_argument("--fail-in", default="start", choices=["start", "op"])
     parser.add_argument("--disagree", default=None, choices=["count", "algorithm", "op", "p"])
+    parser.add_argument("--oneshot", action="store_true",
+                        help="the one-shot calls' plan cache: repeated calls, changing buffers, bound, freed")
+    parser.add_argument("--mismatch", default=None, choices=["count", "algorithm", "new"],
+                        help="rank P-1 makes another cached call (or a new one): the job must end, not hang")
     args = parser.parse_args(argv)
     if args.count < 0:
         raise SpecError(f"--count {args.count}, expected a count >= 0")
@@ -287,10 +293,15 @@ def main(argv=None) -> int:
     if args.disagree:
         disagree(comm, args.disagree)
         return 0
+    if args.mismatch:
+        mismatch(comm, args.mismatch)
+        return 0
     if args.fail_rank is not None:
         return fail(comm, args.fail_rank, args.fail_in)
     if args.operators:
         check_operators(report, args.seed)
+    elif args.oneshot:
+        check_oneshot(report, args.seed)
     elif args.suite:
         suite(report, args.seed)
     else:

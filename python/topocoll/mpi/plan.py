@@ -118,8 +118,13 @@ class Plan:
     """A compiled, bound collective; see the module docstring. Build with :func:`plan`."""
 
     def __init__(self, schedule: Schedule, program: RankProgram, comm, sendbuf, recvbuf,
-                 operator: Operator, transport: str, progress: str = "auto"):
+                 operator: Operator, transport: str, progress: str = "auto", *, tag_base: int = 0, guard=None,
+                 label: str | None = None):
         self.schedule, self.program, self.comm = schedule, program, comm
+        self.label = program.label if label is None else label   # what the guard's errors call this run
+        # a plan of the one-shot calls' cache (:mod:`.cache`): its tags start at tag_base on the
+        # cache's communicator, and its waits go through the guard that turns mismatches into errors
+        self.tag_base, self.guard = tag_base, guard
         self.sendbuf, self.recvbuf = sendbuf, recvbuf
         self.operator, self.transport = operator, transport
         self.tests = 0
@@ -206,6 +211,27 @@ class Plan:
         self.start()
         return self.wait()
 
+    def runner(self) -> Callable[[], None]:
+        """``start()`` then ``wait()`` as one call without the misuse checks,
+        for an owner that never misuses its plan (the one-shot calls' cache):
+        a scripted two-sided run is then one Python frame and its steps."""
+        if self._script is None or self.transport != "p2p":
+            return self.run
+        script, inputs, transport = self._script, self._inputs, self._transport
+
+        def run() -> None:
+            self._running = "script"
+            try:   # not a `with`, as in _begin_script
+                for src, dst in inputs:
+                    dst[...] = src
+                transport.begin()
+                for step in script:
+                    step()
+            except Exception as exc:   # noqa: BLE001 - any failure once data moves ends the job
+                self._abort(exc)
+            self._running = False
+        return run
+
     def start_split(self) -> None:
         """Begin a split-phase run: only this rank's first round is started;
         each :meth:`test` advances at most one round."""
@@ -241,6 +267,16 @@ class Plan:
             raise StateError(f"{self.program.label}: free() while a run is in progress, expected wait() first")
         self._transport.free()
         self.comm.Free()
+        self.comm = None
+
+    def release(self) -> None:
+        """Free the requests (and window) but not the communicator, which this
+        plan borrows (a cached plan, :mod:`.cache`; local for two-sided plans)."""
+        if self.comm is None:
+            return
+        if self._running:
+            raise StateError(f"{self.program.label}: released while a run is in progress, expected wait() first")
+        self._transport.free()
         self.comm = None
 
     # ---- the dependency engine ---------------------------------------------------------------
@@ -458,7 +494,8 @@ def _script(plan: "Plan", program: RankProgram) -> list[Callable]:
         if not in_flight:
             raise RuntimeError(f"{program.label}: rank {program.rank}: no order completes the schedule")
         _, i = heapq.heappop(in_flight)
-        steps.append(requests[request_of[i]].Wait)
+        steps.append(requests[request_of[i]].Wait if plan.guard is None
+                     else plan.guard.waiter(requests[request_of[i]], program.peer[i], plan.label))
         if kind[i] == SEND:
             finish(i)
         elif i in deps_done:
@@ -467,7 +504,9 @@ def _script(plan: "Plan", program: RankProgram) -> list[Callable]:
         else:
             arrived.add(i)
     leftover = [requests[request_of[i]] for _, i in in_flight]   # sends nothing waited for
-    if leftover:
+    if leftover and plan.guard is not None:
+        steps.append(plan.guard.waiter_all(leftover, [program.peer[i] for _, i in in_flight], plan.label))
+    elif leftover:
         steps.append(lambda: _waitall(leftover))
     return steps
 

@@ -58,6 +58,9 @@ class PointToPoint:
 
         self.MPI = MPI
         program, comm = plan.program, plan.comm
+        base = plan.tag_base
+        self.guard, self.label = plan.guard, plan.label
+        self.peers: list[int] = []   # per request
         self.requests = []
         self.op_of: list[int] = []
         self.request_of: dict[int, int] = {}
@@ -70,18 +73,19 @@ class PointToPoint:
                 buf = view(sent)
                 if pack is not None:
                     self.pack[i] = laid_end_to_end(view, pack, buf)
-                req = comm.Send_init(as_bytes(buf), dest=program.peer[i], tag=program.tag[i])
+                req = comm.Send_init(as_bytes(buf), dest=program.peer[i], tag=base + program.tag[i])
             elif kind == RECV:
                 into, unpack = program.layout[i]
                 buf = view(into)
                 if unpack is not None:
                     self.unpacks[i] = [(staged, rows) for rows, staged in laid_end_to_end(view, unpack, buf)]
-                req = comm.Recv_init(as_bytes(buf), source=program.peer[i], tag=program.tag[i])
+                req = comm.Recv_init(as_bytes(buf), source=program.peer[i], tag=base + program.tag[i])
                 recvs.append(req)
             else:
                 continue
             self.request_of[i] = len(self.requests)
             self.requests.append(req)
+            self.peers.append(program.peer[i])
             self.op_of.append(i)
         self.recvs = recvs
         self.polite = oversubscribed()
@@ -100,9 +104,12 @@ class PointToPoint:
             dst[...] = src
 
     def wait_some(self):
-        if self.polite:
+        if self.guard is not None:   # a cached plan: a mismatch of the ranks' calls ends in an error
+            done = self.guard.wait_some(self.requests, self.peers, self.label)
+        elif self.polite:
             return self._poll_politely()
-        done = self.MPI.Request.Waitsome(self.requests)
+        else:
+            done = self.MPI.Request.Waitsome(self.requests)
         if done is None:
             return None
         op_of = self.op_of
