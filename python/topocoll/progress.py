@@ -12,10 +12,27 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["SAY_FIRST_S", "bar", "duration_text", "say_first"]
+__all__ = ["SAY_FIRST_S", "bar", "duration_text", "say_first", "wall_seconds"]
 
 #: commands expected to run longer than this many seconds print a line first
 SAY_FIRST_S = 30.0
+
+
+def wall_seconds(cpu_seconds: float, processes: int = 1) -> float:
+    """Wall-clock seconds for ``cpu_seconds`` of work spread evenly over ``processes`` on this
+    machine as loaded now: each runnable process gets ``cores / (load + processes)`` of a core
+    where that is below one (the 1-minute load average counts the other users' runnable
+    processes). The rates behind ``cpu_seconds`` are measured in CPU time, so that the estimate
+    follows the load instead of the load at the time of measuring."""
+    import os
+    processes = max(1, processes)
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    throughput = min(processes * min(1.0, cores / max(1.0, load + processes)), cores)
+    return cpu_seconds / throughput
 
 
 def duration_text(seconds: float) -> str:

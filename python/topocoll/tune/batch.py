@@ -263,25 +263,26 @@ def _shippable(model, platforms: dict) -> bool:
 
 # ---- how long it will take ---------------------------------------------------------------------
 
-#: seconds per message to build a rank-wise schedule's ops and derive its op program, once per batch;
-#: per message and evaluation (a size or an order: the model's pass over the rounds); per size and per
-#: size and rank (generating the schedule, the report). Least squares over 255 batches of three grids
-#: (``-P 16 --topology kary:4,2``, 18 sizes; ``-P 12,64`` α-β-γ, 7 sizes, five collectives;
-#: ``-P 64,256 --topology kary:16,2``, 10 sizes; ``--jobs 1``) on the 2-core machine at load average
-#: 7–11 (2.1, 7.9 and 53 s; twice: 5.0–5.6e-5, 1.5–1.6e-6, 1.1–2.1e-3 and 1.0–1.1e-4).
-RANKWISE_S_PER_MESSAGE = 5e-5
-EVALUATION_S_PER_MESSAGE = 1.5e-6
-SIZE_S = 2e-3
-SIZE_S_PER_RANK = 1e-4
+#: CPU seconds per message to build a rank-wise schedule's ops and derive its op program, once per
+#: batch; per message and evaluation (a size or an order: the model's pass over the rounds); per size
+#: and per size and rank (generating the schedule, the report). Least squares over 255 batches of
+#: three grids (``-P 16 --topology kary:4,2``, 18 sizes; ``-P 12,64`` α-β-γ, 7 sizes, five
+#: collectives; ``-P 64,256 --topology kary:16,2``, 10 sizes; ``--jobs 1``), process time, on the
+#: 2-core machine: 1.9e-5, 5.0e-7, 6.4e-4 and 3.1e-5 (rounded).
+RANKWISE_S_PER_MESSAGE = 2e-5
+EVALUATION_S_PER_MESSAGE = 5e-7
+SIZE_S = 6e-4
+SIZE_S_PER_RANK = 3e-5
 
 
 def estimate_seconds(batches: list, workers: int) -> float:
-    """Expected seconds of :func:`run_batches` on ``workers`` processes, from the batches'
-    message counts and the rates above (measured, not guessed; a machine as loaded as the one
-    they were measured on)."""
-    total = 0.0
+    """Expected wall-clock seconds of :func:`run_batches` on ``workers`` processes: the CPU time
+    the batches' message counts take at the rates above, spread over the processes on this machine
+    as loaded now (:func:`topocoll.progress.wall_seconds`)."""
+    from ..progress import wall_seconds
+    cpu = 0.0
     for b in batches:
         sizes = len({job.size for job in b.jobs})
-        total += (b.work * (RANKWISE_S_PER_MESSAGE * b.rankwise + EVALUATION_S_PER_MESSAGE * len(b.jobs))
-                  + (SIZE_S + SIZE_S_PER_RANK * b.p) * sizes)
-    return total / max(1, min(workers, len(batches)))
+        cpu += (b.work * (RANKWISE_S_PER_MESSAGE * b.rankwise + EVALUATION_S_PER_MESSAGE * len(b.jobs))
+                + (SIZE_S + SIZE_S_PER_RANK * b.p) * sizes)
+    return wall_seconds(cpu, max(1, min(workers, len(batches))))

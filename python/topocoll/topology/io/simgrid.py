@@ -1009,10 +1009,10 @@ def read_simgrid(path, *, spec: str | None = None, strict: bool = False) -> Topo
 
 # --------------------------------------------------------------------------- out
 
-#: seconds per route link written and per route (measured: ``topo aries:2 --export-simgrid``, 589,056 routes
-#: over 3,039,744 links, 17.9 s at load average 12 on 2 cores; aries:1 and torus:6x6x6 6–9 µs per link)
-EXPORT_S_PER_HOP = 6e-6
-EXPORT_S_PER_ROUTE = 2e-6
+#: CPU seconds per route link written and per route (measured: ``topo aries:2 --export-simgrid``, 589,056
+#: routes over 3,039,744 links, 2.2 s user + system, 7–18 s wall at load average 11–14 on 2 cores)
+EXPORT_S_PER_HOP = 6e-7
+EXPORT_S_PER_ROUTE = 6e-7
 #: bytes of XML per route link (aries:2: 217 MB for 3,039,744 links)
 EXPORT_BYTES_PER_HOP = 72
 
@@ -1022,8 +1022,10 @@ def _xml_id(text: str) -> str:
 
 
 def export_seconds(routes: int, hops: int) -> float:
-    """Expected seconds to write ``routes`` routes of ``hops`` links in all (:data:`EXPORT_S_PER_HOP`)."""
-    return EXPORT_S_PER_HOP * hops + EXPORT_S_PER_ROUTE * routes
+    """Expected wall-clock seconds to write ``routes`` routes of ``hops`` links in all: CPU time at
+    :data:`EXPORT_S_PER_HOP` and :data:`EXPORT_S_PER_ROUTE`, on this machine as loaded now."""
+    from ...progress import wall_seconds
+    return wall_seconds(EXPORT_S_PER_HOP * hops + EXPORT_S_PER_ROUTE * routes)
 
 
 def write_simgrid(topology: Topology, path, *, router=None, progress: bool = False) -> dict:

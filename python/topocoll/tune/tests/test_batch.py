@@ -75,7 +75,10 @@ def test_a_batch_gives_what_one_evaluation_at_a_time_gives(model, topology):
             assert why is None and row[0] == t and row[1] == name and row[3] == rep
 
 
-def test_the_estimate_counts_messages():
+def test_the_estimate_counts_messages(monkeypatch):
+    import os
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     jobs = tuple(Job(("alltoall", 16, 8), 0, "routing") for _ in range(4))
     small = Batch("alltoall", "direct", 16, {}, ({},), True, True, "tune", 0, jobs, work=240, rankwise=True)
     big = Batch("alltoall", "direct", 256, {}, ({},), True, True, "tune", 0, jobs, work=65280, rankwise=True)
