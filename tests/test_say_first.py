@@ -56,3 +56,14 @@ def test_estimates_follow_the_load(monkeypatch):
     assert progress.wall_seconds(10, 1) == 10 and progress.wall_seconds(10, 2) == 5
     monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
     assert progress.wall_seconds(10, 2) == pytest.approx(10 / (2 * 2 / 10))
+
+
+def test_compare_says_its_evaluations_and_time_first(capsys, threshold):
+    threshold(0.02)
+    assert main(["compare", "alltoall", "-P", "32", "--sizes", "4K", "--topology", "kary:8,2", "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "topocoll: compare alltoall P=32: " in err and " messages, static contention model, 1 process: " \
+        "expected about " in err
+
+    assert main(["compare", "allreduce", "-P", "4", "--sizes", "8", "--jobs", "1"]) == 0
+    assert "expected about" not in capsys.readouterr().err

@@ -358,6 +358,20 @@ class _Progress:
                 self.bar.close()
 
 
+#: ``compare``'s CPU seconds per message of the candidates, by model (measured: alltoall and allreduce
+#: at P = 128, 4 KiB, on torus:8x4x4, ``--jobs 1``, process time; the rank-wise all-to-alls, built in
+#: Python, set the rate: 10–14 µs a message, 1.5–3 µs for allreduce). The flow model's max-min sharing
+#: grows with the flows in flight: 348 µs a message for the all-to-alls at P = 128, taken as
+#: proportional to P (2.7 µs a message and rank).
+COMPARE_S_PER_MESSAGE = 1.4e-5
+COMPARE_FLOW_S_PER_MESSAGE_RANK = 2.7e-6
+
+
+def compare_seconds_per_message(model: str, p: int) -> float:
+    """CPU seconds per message of ``compare`` with ``model`` at ``p`` ranks (the rates above)."""
+    return COMPARE_S_PER_MESSAGE + (COMPARE_FLOW_S_PER_MESSAGE_RANK * p if model == "flow" else 0.0)
+
+
 def cmd_compare(args) -> int:
     from .schedules.registry import check_collective
     from .tune import rank
@@ -370,9 +384,16 @@ def cmd_compare(args) -> int:
     check_output("--json", args.json)
     check_output("--csv", args.csv)
     progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
+
+    def plan(evaluations, messages, processes):
+        from .progress import say_first, wall_seconds
+        seconds = wall_seconds(messages * compare_seconds_per_message(model.name, args.procs), processes)
+        say_first(f"compare {args.collective} P={args.procs}: {evaluations} evaluations, {messages:,} messages, "
+                  f"{model.name} model, {processes} process{'es' if processes != 1 else ''}", seconds)
+
     try:
         rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op,
-                    workers=args.jobs, on_result=progress if progress.active else None)
+                    workers=args.jobs, on_result=progress if progress.active else None, on_plan=plan)
     finally:
         progress.close()
     if "-" not in (args.json, args.csv):
