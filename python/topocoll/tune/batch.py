@@ -17,17 +17,18 @@ later size has the same parameters (resolved), block count and buffers as the
 first, and the same operations on probe ranks 0, P/2 and P − 1; then its
 program is the first one's with each operation's bytes recomputed from its
 block runs (:func:`~topocoll.schedules.program.run_bytes`, the only part of
-a program that depends on the block sizes). The report is made once per
-size, not once per order. Batches are independent: :func:`run_batches` runs
-them on worker processes (the Rust routing releases the GIL, but the time is
-Python's, building schedules), largest first.
+a program that depends on the block sizes). At each size the round summary
+is derived once (:func:`rounds_once`), for the model at every node order and
+for the report, which is made once per size, not once per order. Batches are
+independent: :func:`run_batches` runs them on worker processes, largest
+first (the engine and the routing release the GIL, ``py.allow_threads`` in
+``src/bindings``, but the time here is Python's, building schedules, so
+threads would not help).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import time as _time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -41,7 +42,7 @@ from ..schedules.program import run_bytes
 from ..schedules.registry import lookup, operator_allows
 from .rank import _detach, _network_field, _Shipped, _start_method, _stop
 
-__all__ = ["Batch", "Job", "run_batch", "run_batches"]
+__all__ = ["Batch", "Job", "estimate_seconds", "rounds_once", "run_batch", "run_batches", "share_program"]
 
 
 @dataclass(frozen=True)
