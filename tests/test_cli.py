@@ -1,11 +1,13 @@
 """The command line: output, exit codes, and one-line errors (never a traceback)."""
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 from topocoll.cli import main
+from topocoll.entry import EXTENSIONS, VERBS
 
 
 def run(*argv):
@@ -33,6 +35,36 @@ def test_help_imports_only_the_parser():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"imported by --help: {proc.stdout.strip()}"
+
+
+def test_top_help_needs_no_argparse():
+    """`topocoll --help` (the console script, `python -m topocoll`) prints the verb table from
+    topocoll.entry without importing argparse or topocoll.cli; the full parser prints the same text."""
+    code = ("import contextlib, io, sys\n"
+            "from topocoll.entry import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    assert main(['--help']) == 0\n"
+            "print(' '.join(m for m in ('argparse', 're', 'topocoll.cli') if m in sys.modules))\n"
+            "print(out.getvalue(), end='')\n")
+    env = {**os.environ, "COLUMNS": "100"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    imported, fast = proc.stdout.split("\n", 1)
+    assert imported == "", f"imported by the entry's --help: {imported}"
+    full = subprocess.run([sys.executable, "-m", "topocoll.cli", "--help"], capture_output=True, text=True, env=env)
+    assert full.stdout == fast
+    for verb in (*VERBS, *(v for _, _, listed in EXTENSIONS for v in listed)):
+        assert f"  {verb} " in fast
+
+
+def test_top_help_wraps_to_the_terminal():
+    from topocoll.entry import top_help
+    for width in (40, 80, 200):
+        lines = top_help(width).splitlines()
+        words = [line for line in lines if line.startswith("  ") and not line.lstrip().startswith("-")]
+        assert all(len(line) <= width - 2 for line in words), width
+    assert "algorithms  list every algorithm" in top_help(80)
 
 
 def test_listed_verbs_match_their_modules():
@@ -201,7 +233,7 @@ def test_no_module_imports_the_cli():
 
     root = pathlib.Path(__file__).resolve().parents[1] / "python" / "topocoll"
     # library modules only: tests (python/topocoll/*/tests) may drive the CLI as a user does
-    offenders = [str(path) for path in root.rglob("*.py") if path.name not in ("cli.py", "__main__.py")
+    offenders = [str(path) for path in root.rglob("*.py") if path.name not in ("cli.py", "__main__.py", "entry.py")
                  and "tests" not in path.relative_to(root).parts
                  and re.search(r"from \.+cli import|import topocoll\.cli|from topocoll\.cli import|"
                                r"from \.\. import cli|from \. import cli", path.read_text())]

@@ -3,7 +3,7 @@ python -m mpi4py.futures -m topocoll simulate ... --executor mpi`` runs)."""
 
 import sys
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

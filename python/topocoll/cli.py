@@ -9,8 +9,9 @@ exits 1.
 
 Start-up: a verb's arguments are added when that verb is parsed or prints its
 help (:meth:`_Parser.fill_with`), and each verb imports what it uses when it
-runs, so ``topocoll --help`` imports neither NumPy nor the engine, and one
-verb none of the others' modules.
+runs, so one verb imports none of the others' modules. ``topocoll --help``
+itself never reaches this module: :mod:`topocoll.entry` (the console script's
+entry point) prints it from the verb table without importing argparse.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
 
 from .argtypes import add_ppn_argument, apply_ppn, bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
+from .entry import DESCRIPTION, EXTENSIONS, VERBS, top_help
 from .errors import SpecError, TopocollError, VerificationError
 from .text import human_bytes as _bytes
 from .text import table as _table
@@ -84,6 +85,14 @@ class _Parser(argparse.ArgumentParser):
         if message:
             sys.stderr.write(message)
         raise _ParserExit(status)
+
+
+class _TopParser(_Parser):
+    """The ``topocoll`` parser: its help is :func:`topocoll.entry.top_help`, the
+    text ``topocoll --help`` prints without importing this module."""
+
+    def format_help(self):
+        return top_help()
 
 
 class _Version(argparse._VersionAction):
@@ -349,6 +358,20 @@ class _Progress:
                 self.bar.close()
 
 
+#: ``compare``'s CPU seconds per message of the candidates, by model (measured: alltoall and allreduce
+#: at P = 128, 4 KiB, on torus:8x4x4, ``--jobs 1``, process time; the rank-wise all-to-alls, built in
+#: Python, set the rate: 10–14 µs a message, 1.5–3 µs for allreduce). The flow model's max-min sharing
+#: grows with the flows in flight: 348 µs a message for the all-to-alls at P = 128, taken as
+#: proportional to P (2.7 µs a message and rank).
+COMPARE_S_PER_MESSAGE = 1.4e-5
+COMPARE_FLOW_S_PER_MESSAGE_RANK = 2.7e-6
+
+
+def compare_seconds_per_message(model: str, p: int) -> float:
+    """CPU seconds per message of ``compare`` with ``model`` at ``p`` ranks (the rates above)."""
+    return COMPARE_S_PER_MESSAGE + (COMPARE_FLOW_S_PER_MESSAGE_RANK * p if model == "flow" else 0.0)
+
+
 def cmd_compare(args) -> int:
     from .schedules.registry import check_collective
     from .tune import rank
@@ -361,9 +384,16 @@ def cmd_compare(args) -> int:
     check_output("--json", args.json)
     check_output("--csv", args.csv)
     progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
+
+    def plan(evaluations, messages, processes):
+        from .progress import say_first, wall_seconds
+        seconds = wall_seconds(messages * compare_seconds_per_message(model.name, args.procs), processes)
+        say_first(f"compare {args.collective} P={args.procs}: {evaluations} evaluations, {messages:,} messages, "
+                  f"{model.name} model, {processes} process{'es' if processes != 1 else ''}", seconds)
+
     try:
         rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op,
-                    workers=args.jobs, on_result=progress if progress.active else None)
+                    workers=args.jobs, on_result=progress if progress.active else None, on_plan=plan)
     finally:
         progress.close()
     if "-" not in (args.json, args.csv):
@@ -383,51 +413,25 @@ def cmd_demo(args) -> int:
 
 # ---- helpers ---------------------------------------------------------------
 
-#: verbs other areas own, by module: (module, its function registering them on
-#: the subparsers, {verb: the one line ``topocoll --help`` shows}). The module is
-#: imported only when one of its verbs parses or prints its help; its
-#: ``add_*_parser`` then gets the listed parsers (tests check the lines match).
-EXTENSIONS = (
-    ("topocoll.topology.cli", "add_topo_parser",
-     {"topo": "a network's counts, diameter, bisection and effective bisection bandwidth, link loads"}),
-    ("topocoll.sim.cli", "add_simulate_parser",
-     {"goal": "write a schedule in LogGOPSim's GOAL text format",
-      "simulate": "simulate a schedule on a modelled network (loggops, flow, congestion, packet; or synthetic "
-                  "traffic)"}),
-    ("topocoll.composite", "add_composite_parser",
-     {"composite": "composite test images with a compositing schedule and check the picture"}),
-    ("topocoll.mpi.bench_cli", "add_bench_parser",
-     {"bench": "time topocoll's algorithms beside the MPI library's collective (under mpiexec)"}),
-    ("topocoll.mpi.calibrate", "add_calibrate_parser",
-     {"calibrate": "measure α, β, γ and LogGP parameters with MPI (or read OSU results) and write a machine profile"}),
-    ("topocoll.tune.cli", "add_tune_parser",
-     {"tune": "the best algorithm per (P, size) on a network, the MPI libraries' defaults, tuning files"}),
-    ("topocoll.reproduce.cli", "add_reproduce_parser",
-     {"reproduce": "reproduce the papers' results in simulation: pages, CSV, plots"}),
-)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="topocoll", description=(
-        "Collective communication algorithms as explicit schedules: verified symbolically, "
-        "simulated on modelled networks, executed over MPI."))
+    parser = _TopParser(prog="topocoll", description=DESCRIPTION)
     parser.add_argument("--version", action=_Version, help="print topocoll's version and exit")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
 
-    sub.add_parser("algorithms", help="list every algorithm with its rounds, P, operators, cost and paper",
+    sub.add_parser("algorithms", help=VERBS["algorithms"],
                    description="List the catalogue of collective algorithms.").fill_with(_algorithms_arguments)
-    sub.add_parser("verify", help="prove a schedule correct (exit 1 with a diagnosis if not)",
+    sub.add_parser("verify", help=VERBS["verify"],
                    description="Symbolically verify one schedule, or every algorithm for P = 1..N."
                    ).fill_with(_verify_arguments)
-    sub.add_parser("show", help="print a schedule round by round with each rank's partial results",
+    sub.add_parser("show", help=VERBS["show"],
                    description="Show who sends what to whom in each round and what each rank holds."
                    ).fill_with(_show_arguments)
-    sub.add_parser("compare", help="rank the algorithms of a collective by a model",
+    sub.add_parser("compare", help=VERBS["compare"],
                    description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
                                "link contention on a network (--topology), or by an event-driven "
                                "model (--model loggops|flow|congestion|packet).").fill_with(_compare_arguments)
-    sub.add_parser("demo", help="the main job on an embedded default (144-node DDR fat tree) and its HTML report",
+    sub.add_parser("demo", help=VERBS["demo"],
                    description="Rank compositing, allreduce (with network noise) and all-to-all algorithms on an "
                                "embedded default network and write report/index.html."
                    ).fill_with(_demo_arguments)
@@ -562,7 +566,7 @@ def _extension_fill(module: str, register: str, parsers: dict):
     return fill
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: "list[str] | tuple[str, ...] | None" = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         apply_ppn(args)

@@ -11,7 +11,6 @@ Larsen, "Variations of box plots", 1978).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -90,6 +89,7 @@ def noise_runs(schedule: Schedule, platform: Platform, *, model: str, noise: Net
                         program=program).time
 
     times = np.empty(runs)
+    from concurrent.futures import ThreadPoolExecutor   # only for a series: start-up of every command
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         for i, t in enumerate(pool.map(one, seeds)):
             times[i] = t

@@ -9,7 +9,6 @@ schedule and the network in the worker, so nothing large crosses processes.
 from __future__ import annotations
 
 import os
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from ..errors import SpecError
@@ -116,7 +115,7 @@ def run_task(task: SimTask) -> SimRow:
     return SimRow(task, sched.label(), sim.time, clean, sim.bandwidth, hot[0][0] if hot else None, sim.seed)
 
 
-def executor_named(kind: str, workers: int | None = None) -> Executor | None:
+def executor_named(kind: str, workers: int | None = None) -> "concurrent.futures.Executor | None":
     """``serial`` (None), ``process`` (local processes) or ``mpi``
     (``mpi4py.futures.MPIPoolExecutor``; run under ``mpiexec -n N python -m
     mpi4py.futures -m topocoll ...``)."""

@@ -134,7 +134,7 @@ def topo_command(args) -> int:
             raise SpecError(f"--draw {args.draw!r}: {exc.strerror or exc}, expected a writable file") from None
         out["drawing"] = str(args.draw)
     if export:
-        out["simgrid"] = write_simgrid(topo, export, router=router)
+        out["simgrid"] = write_simgrid(topo, export, router=router, progress=True)
     if args.json:
         print(json.dumps(out, default=str))
         return 0

@@ -255,15 +255,27 @@ def cmd_tune(args) -> int:
     explain = None
     if args.explain is not None:
         explain = (_one_int("--explain P", args.explain[0]), parse_size(args.explain[1]))
-    progress = None
-    if sys.stderr.isatty():
-        def progress(done, total):
-            print(f"\rtune: {done}/{total} evaluations", end="" if done < total else "\n", file=sys.stderr)
-    table = tune(collectives, parse_procs(args.procs), parse_size_range(args.sizes), topology=args.topology,
-                 routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
-                 reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
-                 libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
-                 seed=args.seed, keep=args.keep, on_progress=progress)
+    from ..progress import bar, say_first
+    shown = {}
+
+    def plan(evaluations, batches, processes, seconds):
+        say_first(f"tune: {evaluations} evaluations of {batches} schedules on {processes} "
+                  f"process{'es' if processes != 1 else ''}", seconds)
+        shown["bar"] = bar(evaluations, "tune", unit="evaluation")
+
+    def progress(done, total):
+        if shown.get("bar") is not None:
+            shown["bar"].update(done - shown["bar"].n)
+
+    try:
+        table = tune(collectives, parse_procs(args.procs), parse_size_range(args.sizes), topology=args.topology,
+                     routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
+                     reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
+                     libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
+                     seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan)
+    finally:
+        if shown.get("bar") is not None:
+            shown["bar"].close()
     if explain is not None:
         text = [table.explain(coll, explain[0], explain[1]) for coll in table.collectives]
         body = "\n\n".join(text)

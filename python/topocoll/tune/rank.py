@@ -181,7 +181,8 @@ def compare_params(info, p: int, platform: Platform | None) -> dict:
 
 def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None = None,
          platform: Platform | None = None, op: str = "sum", itemsize: int = 1, workers: int | None = None,
-         on_result: Callable[[Evaluated], None] | None = None, serial_below: int | None = None) -> list[Ranked]:
+         on_result: Callable[[Evaluated], None] | None = None, serial_below: int | None = None,
+         on_plan: Callable[[int, int, int], None] | None = None) -> list[Ranked]:
     """Every algorithm of ``collective`` on ``p`` ranks, fastest first, per size.
 
     Parameters
@@ -221,6 +222,10 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
         :data:`SERIAL_BELOW`, measured: below it starting processes costs more
         than it saves; the α-β-γ model on a few dozen ranks stays
         in-process). ``0`` always uses processes when ``workers > 1``.
+    on_plan : callable, optional
+        ``on_plan(evaluations, messages, processes)`` once, before any
+        evaluation: the (algorithm, size) evaluations, their messages (the
+        registry's bounds, summed) and the processes they will run on.
 
     Returns
     -------
@@ -308,7 +313,10 @@ def rank(collective: str, p: int, sizes: Iterable[int], *, model: Model | None =
 
     workers = min(workers, total)
     shipped = _Shipped(model, platform)
-    if workers > 1 and work * len(sizes) >= serial_below and _can_ship(shipped):
+    parallel = workers > 1 and work * len(sizes) >= serial_below and _can_ship(shipped)
+    if on_plan is not None:
+        on_plan(total, work * len(sizes), workers if parallel else 1)
+    if parallel:
         outcomes = _run_parallel(tasks, workers, shipped, notify, platform, p)
         return [row for i in range(len(sizes)) for row in ranked(i, [outcomes[i, j] for j in range(len(entries))])]
 

@@ -45,11 +45,13 @@ from dataclasses import dataclass, field
 
 from ..errors import SpecError, TopocollError
 from ..schedules.metrics import ScheduleReport
-from ..schedules.registry import MAX_MODEL_MESSAGES, catalogue, check_collective, check_procs
+from ..schedules.pattern import RankwisePattern
+from ..schedules.registry import MAX_MODEL_MESSAGES, catalogue, check_collective, check_procs, lookup
 from ..schedules.sizes import CONVENTION, from_bytes
 from ..sim.model import AlphaBetaGamma, Model, Platform, StaticContention, make_network
 from .libdefaults import LIBRARIES, LibraryChoice, check_library, library_default
-from .rank import compare_params, _can_ship, _check_workers, _evaluate, _run_parallel, _Shipped, _Task
+from .batch import Batch, Job, estimate_seconds, run_batches
+from .rank import _check_workers, compare_params
 
 #: most grid points (collectives × P × sizes) one run tunes
 MAX_GRID = 4096
@@ -634,7 +636,8 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
          orders=None, model: Model | None = None, alpha: float = 1e-6, bandwidth: float = 2e9,
          reduce_bandwidth: float = 4e9, commutative: bool = True, idempotent: bool = False,
          libraries=tuple(LIBRARIES), budget: float | None = None, workers: int | None = 1, itemsize: int = 8,
-         seed: int = 0, keep: int = KEEP, screen: float | None = SCREEN, on_progress=None) -> DecisionTable:
+         seed: int = 0, keep: int = KEEP, screen: float | None = SCREEN, on_progress=None,
+         on_plan=None) -> DecisionTable:
     """Tune ``collectives`` over the grid ``procs`` × ``sizes``.
 
     Parameters
@@ -676,7 +679,13 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
         candidate there (default :data:`SCREEN`; None: every size). The
         comparison parameters are always evaluated.
     on_progress : callable, optional
-        ``on_progress(done, total)`` after each evaluation.
+        ``on_progress(done, total)`` as evaluations finish (after each
+        candidate's batch of sizes and orders, :mod:`.batch`).
+    on_plan : callable, optional
+        ``on_plan(evaluations, batches, processes, seconds)`` once the search
+        space is known, before any evaluation: ``seconds`` is the expected
+        time (:func:`.batch.estimate_seconds`, from message counts and
+        measured rates).
 
     Returns
     -------
@@ -738,20 +747,28 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
     abg_platform = Platform(**base_values)
     screened_out = 0
 
-    # the tasks: (group (p, order), tier, key) → task
+    # the evaluations, batched per candidate: (tier, collective, P, algorithm, parameters) → its
+    # sizes and orders (.batch: one op program for every size of a schedule, one report per size)
     groups: dict[tuple[int, str], _Setting] = {}
-    tiers: dict[int, list] = {0: [], 1: []}
-    lib_wanted: dict[tuple, list] = {}
     for p in procs:
         for setting in _orders_for(topology, p, orders, routing, seed, base_values,
                                    [] if quiet_blocked else notes):
             groups[p, setting.order] = setting
     first_order = {p: next(o for (q, o) in groups if q == p) for p in procs}
+    batches: dict[tuple, dict] = {}
+    lib_wanted: dict[tuple, list] = {}
+
+    def want(tier, coll, p, info, params, comm, idem, size, order, key):
+        spec = batches.setdefault((tier, coll, p, info.name, _frozen(params)),
+                                  {"info": info, "params": dict(params), "comm": comm, "idem": idem,
+                                   "sizes": {}, "jobs": []})
+        index = spec["sizes"].setdefault(size, len(spec["sizes"]))
+        spec["jobs"].append(Job(key, index, order))
+
     for coll in collectives:
         reduction = coll in ("allreduce", "reduce_scatter")
         comm = commutative if reduction else True
         idem = idempotent if reduction else True
-        tuned_sizes = sizes
         for p in procs:
             base, extra, left_out = candidates(coll, p, [sizes[0], sizes[-1]], commutative=comm, idempotent=idem,
                                                itemsize=itemsize, keep=keep, platform=abg_platform)
@@ -760,61 +777,64 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
                                 f"{'commutative' if comm else 'non-commutative'} operator: "
                                 + ("; ".join(left_out) or "none registered"))
             screened = {size: _screen(coll, p, size, base, extra, itemsize, abg_platform, screen)
-                        for size in tuned_sizes}
-            for (q, order), setting in groups.items():
+                        for size in sizes}
+            for (q, order) in groups:
                 if q != p:
                     continue
-                for size in tuned_sizes:
-                    args = from_bytes(coll, p, size, itemsize=itemsize)
+                for size in sizes:
                     for tier, pool in ((0, base), (1, screened[size])):
                         for info, params in pool:
-                            task = _Task(coll, info.name, p, dict(params), args, comm, idem, "tune")
-                            tiers[tier].append(((p, order), (coll, p, size), task))
-            screened_out += sum(len(extra) - len(screened[size]) for size in tuned_sizes)
-            for size in tuned_sizes:
+                            want(tier, coll, p, info, params, comm, idem, size, order, (coll, p, size))
+            screened_out += sum(len(extra) - len(screened[size]) for size in sizes)
+            for size in sizes:
                 for lib in libraries:
                     choice = library_default(lib, coll, p, size, commutative=comm, itemsize=itemsize)
                     lib_wanted.setdefault((coll, p, size), []).append(choice)
                     if choice.schedule is not None:
-                        args = from_bytes(coll, p, size, itemsize=itemsize)
-                        task = _Task(coll, choice.schedule, p, dict(choice.schedule_params), args, comm, idem, "tune")
-                        tiers[0].append(((p, first_order[p]), ("lib", lib, coll, p, size), task))
+                        want(0, coll, p, lookup(coll, choice.schedule), choice.schedule_params, comm, idem, size,
+                             first_order[p], ("lib", lib, coll, p, size))
 
     if screened_out:
         notes.append(f"{screened_out} (extra parameter value, size) pairs screened out by the α-β-γ model "
                      f"(more than {screen:g}× its best)")
-    total = len(tiers[0]) + len(tiers[1])
+    work = [_batch(tier, coll, p, spec, itemsize) for (tier, coll, p, _, _), spec in batches.items()]
+    total = sum(len(b.jobs) for b in work)
+    if on_plan is not None:
+        on_plan(total, len(work), min(workers, len(work)), estimate_seconds(work, workers))
     done = [0]
     results: dict[tuple, list[Choice]] = {}
     lib_times: dict[tuple, tuple[float | None, str]] = {}
     evaluated = skipped = 0
 
-    def record(group, key, task, outcome):
+    def record(batch, outcomes):
         nonlocal evaluated
-        done[0] += 1
-        evaluated += 1
-        row, why = outcome
+        for job, (row, why) in zip(batch.jobs, outcomes):
+            done[0] += 1
+            evaluated += 1
+            key = job.key
+            if key[0] == "lib":
+                lib_times[key[1:]] = (row[0], "") if row is not None else (None, why)
+                continue
+            if row is None:
+                continue
+            t, name, resolved, rep, est = row
+            results.setdefault(key, []).append(Choice(name, dict(batch.params), job.order, t, dict(resolved),
+                                                      rep, est))
         if on_progress is not None:
             on_progress(done[0], total)
-        if key[0] == "lib":
-            lib_times[key[1:]] = (row[0], "") if row is not None else (None, why)
-            return
-        if row is None:
-            return
-        t, name, resolved, rep, est = row
-        results.setdefault(key, []).append(Choice(name, dict(task.params), group[1], t, dict(resolved), rep, est))
 
-    for tier in (0, 1):
-        by_group: dict[tuple, list] = {}
-        for group, key, task in tiers[tier]:
-            by_group.setdefault(group, []).append((key, task))
-        for group, items in by_group.items():
-            if tier == 1 and budget is not None and _time.monotonic() - start > budget:
-                skipped += len(items)
-                done[0] += len(items)
-                continue
-            setting = groups[group]
-            _run_group(items, model, setting.platform, workers, group, record)
+    def over_budget(batch) -> bool:
+        nonlocal skipped
+        if batch.tier == 0 or budget is None or _time.monotonic() - start <= budget:
+            return False
+        skipped += len(batch.jobs)
+        done[0] += len(batch.jobs)
+        if on_progress is not None:
+            on_progress(done[0], total)
+        return True
+
+    platforms = {group: setting.platform for group, setting in groups.items()}
+    run_batches(work, model, platforms, workers=workers, on_done=record, skip=over_budget)
 
     points: dict[tuple, GridPoint] = {}
     for coll in collectives:
@@ -839,19 +859,25 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
                          points, evaluated=evaluated, skipped=skipped, elapsed=_time.monotonic() - start, notes=notes)
 
 
+def _batch(tier: int, collective: str, p: int, spec: dict, itemsize: int) -> Batch:
+    """A :class:`.batch.Batch` from the evaluations ``want`` gathered for one candidate, with
+    its message count and kind (for the time estimate)."""
+    info, params = spec["info"], spec["params"]
+    sizes = sorted(spec["sizes"], key=spec["sizes"].get)
+    args = tuple(from_bytes(collective, p, size, itemsize=itemsize) for size in sizes)
+    try:
+        work = info.check_size(p, params, limit=MAX_MODEL_MESSAGES, purpose="a model")
+    except SpecError:
+        work = 0
+    try:
+        rankwise = type(info.generate(p, **params, **args[0]).pattern) is RankwisePattern   # lazy: cheap
+    except TopocollError:
+        rankwise = False
+    return Batch(collective, info.name, p, params, args, spec["comm"], spec["idem"], "tune", tier,
+                 tuple(spec["jobs"]), work=work, rankwise=rankwise)
+
+
 def _describe(groups, procs) -> str:
     setting = groups[next(iter(groups))]
     label = setting.platform.describe()
     return label.replace(f"order {setting.order}", "orders searched")
-
-
-def _run_group(items, model, platform: Platform, workers: int, group, record) -> None:
-    """Evaluate one (P, order) group's tasks, in-process or on workers."""
-    tasks = [(0, j, task) for j, (_, task) in enumerate(items)]
-    if workers > 1 and len(tasks) > 1 and _can_ship(_Shipped(model, platform)):
-        def notify(i, j, outcome):
-            record(group, items[j][0], items[j][1], outcome)
-        _run_parallel(tasks, min(workers, len(tasks)), _Shipped(model, platform), notify, platform, group[0])
-        return
-    for key, task in items:
-        record(group, key, task, _evaluate(task, model, platform))
