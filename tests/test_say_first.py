@@ -67,3 +67,19 @@ def test_compare_says_its_evaluations_and_time_first(capsys, threshold):
 
     assert main(["compare", "allreduce", "-P", "4", "--sizes", "8", "--jobs", "1"]) == 0
     assert "expected about" not in capsys.readouterr().err
+
+
+def test_simulate_says_first_when_the_engine_rates_promise_a_long_run(capsys, monkeypatch):
+    """``simulate`` prints the size and the expected time first where the
+    engine's measured rates (sim/engine.py ``OP_S``, ``FLOW_OP_FLOW_S``)
+    give more than SAY_FIRST_S; a short run prints nothing first."""
+    import topocoll.progress as progress
+    from topocoll.cli import main
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    args = ["simulate", "alltoall", "shift", "-P", "16", "--size", "4K", "--model", "loggops"]
+    assert main(args) == 0
+    assert "expected about" not in capsys.readouterr().err
+    monkeypatch.setattr(progress, "SAY_FIRST_S", 1e-7)
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "topocoll: simulate alltoall/shift(p=16" in err and "loggops model, 496 ops: expected about" in err, err

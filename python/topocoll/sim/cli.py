@@ -379,6 +379,20 @@ def _traffic_run(args) -> int:
     return 0
 
 
+def _say_first(sched, config, runs: int = 1) -> None:
+    """One line on stderr first when the run is expected to take over
+    :data:`topocoll.progress.SAY_FIRST_S` (the engine's measured rates,
+    :func:`~topocoll.sim.engine.expected_cpu_seconds`; ``runs``: the noisy and
+    the clean run)."""
+    from ..progress import say_first, wall_seconds
+    from .engine import estimated_ops, expected_cpu_seconds
+    if not (hasattr(sched, "pattern") or hasattr(sched, "__len__")):
+        return
+    cpu = runs * expected_cpu_seconds(sched, config)
+    say_first(f"simulate {sched.label()} with the {config.model} model, {estimated_ops(sched):,} ops",
+              wall_seconds(cpu))
+
+
 def cmd_simulate(args) -> int:
     if args.collective == "traffic":
         return _traffic_run(args)
@@ -430,7 +444,9 @@ def cmd_simulate(args) -> int:
               f"quartiles [{q1:.4f}, {q3:.4f}], 95% notch [{lo:.4f}, {hi:.4f}], "
               f"range [{runs.slowdowns.min():.4f}, {runs.slowdowns.max():.4f}]")
         return 0
-    sim = simulate(sched, platform, task.config(trace=want_trace))
+    config = task.config(trace=want_trace)
+    _say_first(sched, config, runs=2 if task.noise is not None else 1)
+    sim = simulate(sched, platform, config)
     clean = None
     if task.noise is not None:
         clean = simulate(sched, platform, task.config(noise=False))

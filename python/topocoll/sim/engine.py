@@ -767,6 +767,37 @@ def estimated_ops(source) -> int:
     return len(source) if hasattr(source, "__len__") else 0
 
 
+#: CPU seconds per op of the event loop, by model (whole program; streamed runs add
+#: :data:`STREAM_OP_S` for producing the rounds in Python). Measured by ``benchmarks/bench_core.py``
+#: (BENCHMARKS.md "Event loop: one loop over two op stores"): loggops 0.15 s for the 2.1 M ops of a
+#: shift all-to-all at P = 1,024; congestion 2 ms for 22 k ops; packet 22 ms for 49 k ops of 4 KiB
+#: messages (2 packets each; per packet it is the packet model's hop rate that counts)
+OP_S = {"loggops": 7e-8, "congestion": 1e-7, "packet": 4.5e-7}
+#: the flow model's CPU seconds per op and concurrent flow: rates are recomputed over the flows that
+#: share links, so a run costs about ops × flows in flight. Measured: pairwise all-to-all of 4 KiB,
+#: P = 256, sync=rounds (256 flows at once): 0.28 s for 131 k ops; shift all-to-all, P = 128, every
+#: message posted at once (16 k flows): 11 s CPU for 33 k ops
+FLOW_OP_FLOW_S = 6e-9
+#: extra CPU seconds per op of a streamed run (the rounds produced in Python): 0.43 − 0.15 s per 2.1 M ops
+STREAM_OP_S = 1.3e-7
+
+
+def expected_cpu_seconds(source, config: "EngineConfig") -> float:
+    """CPU seconds a :func:`simulate` run of ``source`` is expected to take,
+    from the measured rates above and the op count (:meth:`Pattern.op_count`),
+    without building the program. For ``flow``, the flows in flight are taken
+    as the messages of the largest round (all of them under ``sync=deps``
+    for a pattern whose rounds all start at once is not seen: an
+    underestimate there)."""
+    ops = estimated_ops(source)
+    streamed = config.stream == "always" or (config.stream == "auto" and ops > STREAM_ABOVE)
+    if config.model == "flow":
+        per_op = FLOW_OP_FLOW_S * max(1, largest_round_ops(source) // 2)
+    else:
+        per_op = OP_S[config.model]
+    return ops * (per_op + (STREAM_OP_S if streamed else 0.0))
+
+
 def _lockstep(schedule, model, options, kw, trace, os_noise):
     """Round shapes for the lockstep path, or None (see :mod:`.lockstep`)."""
     if model != "congestion" or options.sync == "deps" or options.small_sends != "eager" or trace \
