@@ -304,7 +304,6 @@ fn level0(cap: f64, coef0: f64) -> f64 {
 struct Level {
     level: f64,
     idx: u32,
-    is_flow: bool,
 }
 
 impl Ord for Level {
@@ -312,7 +311,6 @@ impl Ord for Level {
         other
             .level
             .total_cmp(&self.level)
-            .then_with(|| other.is_flow.cmp(&self.is_flow))
             .then_with(|| other.idx.cmp(&self.idx))
     }
 }
@@ -396,6 +394,8 @@ pub struct FlowFabric {
     refill: Vec<u32>,
     pending: Vec<u32>,
     fill: BinaryHeap<Level>,
+    /// `(bound level, slot)` of the refilled flows with a finite bound.
+    bounds: Vec<(f64, u32)>,
     route_scratch: Vec<(u32, f64)>,
     /// Tests: check every recomputation against one from scratch.
     #[cfg(test)]
@@ -438,6 +438,7 @@ impl FlowFabric {
             refill: Vec::new(),
             pending: Vec::new(),
             fill: BinaryHeap::new(),
+            bounds: Vec::new(),
             route_scratch: Vec::new(),
             #[cfg(test)]
             verify: false,
@@ -708,7 +709,7 @@ impl FlowFabric {
         self.visited.clear();
         self.refill.clear();
         self.pending.clear();
-        self.fill.clear();
+        self.bounds.clear();
         for i in 0..self.seeds.len() {
             let r = self.seeds[i];
             self.visit(r, lam);
@@ -731,11 +732,7 @@ impl FlowFabric {
                 f.last = now;
             }
             if f.bound.is_finite() {
-                self.fill.push(Level {
-                    level: f.bound / f.speed,
-                    idx: s,
-                    is_flow: true,
-                });
+                self.bounds.push((f.bound / f.speed, s));
             }
             for k in 0..self.flows[su].res.len {
                 let r = self.flows[su].res.as_slice()[k].0;
@@ -743,20 +740,24 @@ impl FlowFabric {
                 self.res.cnt[r as usize] += 1;
             }
         }
+        // the resources' levels, heapified at once
+        let mut heap = std::mem::take(&mut self.fill).into_vec();
+        heap.clear();
         for &r in &self.visited {
             let ru = r as usize;
             if self.res.cnt[ru] > 0 {
-                self.fill.push(Level {
+                heap.push(Level {
                     level: self.res.cur[ru],
                     idx: r,
-                    is_flow: false,
                 });
             }
         }
+        self.fill = BinaryHeap::from(heap);
         let mut sc = Scratch {
             now,
             frozen: &mut self.flow_frozen,
             fill: &mut self.fill,
+            bounds: &mut self.bounds,
             finish_heap: &mut self.finish_heap,
         };
         fill(&mut self.res, &mut self.flows, &self.refill, &mut sc);
@@ -804,7 +805,10 @@ struct Scratch<'a> {
     now: Ps,
     /// Per flow slot: frozen (in the refill).
     frozen: &'a mut [bool],
+    /// Resource levels (lazy min-heap).
     fill: &'a mut BinaryHeap<Level>,
+    /// Bound levels of the refilled flows, sorted only if one may bind.
+    bounds: &'a mut [(f64, u32)],
     finish_heap: &'a mut BinaryHeap<Reverse<(Ps, u32, u32)>>,
 }
 
@@ -824,16 +828,48 @@ struct Scratch<'a> {
 /// appended to its resources' histories.
 fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratch) {
     let mut n_frozen = 0;
-    while let Some(e) = sc.fill.pop() {
-        if e.is_flow {
-            if sc.frozen[e.idx as usize] {
-                continue;
+    // The bound levels are a second queue merged with the heap in the
+    // heap's order (level, then resources before flows, then index): they
+    // are sorted only once a resource level exceeds the least of them, which
+    // under CM02 (γ/2 for every flow with a route latency) is almost never.
+    let mut min_bound = f64::INFINITY;
+    for &(l, _) in sc.bounds.iter() {
+        min_bound = min_bound.min(l);
+    }
+    let mut sorted = false;
+    let mut next_bound = 0;
+    // Once every refilled flow is frozen, the entries left are resources
+    // with no unfrozen flow, which popping would skip.
+    while n_frozen < refill.len() {
+        let top = sc.fill.peek().map(|e| e.level);
+        let resource_first = match top {
+            Some(l) if l <= min_bound => true,
+            _ => {
+                if !sorted {
+                    sc.bounds
+                        .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    sorted = true;
+                }
+                while next_bound < sc.bounds.len() && sc.frozen[sc.bounds[next_bound].1 as usize] {
+                    next_bound += 1;
+                }
+                match (top, sc.bounds.get(next_bound)) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(l), Some(&(b, _))) => l.total_cmp(&b) != Ordering::Greater,
+                }
             }
-            let rate = flows[e.idx as usize].bound;
-            freeze(res, flows, e.idx, rate, e.level, sc);
+        };
+        if !resource_first {
+            let (level, s) = sc.bounds[next_bound];
+            next_bound += 1;
+            let rate = flows[s as usize].bound;
+            freeze(res, flows, s, rate, level, sc);
             n_frozen += 1;
             continue;
         }
+        let e = sc.fill.pop().expect("a resource level");
         let r = e.idx as usize;
         if res.cnt[r] == 0 {
             continue;
@@ -1547,6 +1583,131 @@ mod tests {
                 close(got[i], w, 50.0 + 1e-9 * w);
             }
         }
+    }
+
+    /// CM02 rates where the TCP window binds some flows and links bind
+    /// others (the bound levels are a queue of their own in [`fill`],
+    /// merged with the resource heap): after every latency phase has ended,
+    /// every rate against a progressive filling by scanning (rate
+    /// `λ / Σ lat` until a link saturates or the window `γ / (2 Σ lat)` is
+    /// reached), to 1e-9 relative.
+    #[test]
+    fn cm02_window_and_links_bind_together() {
+        let mut rng = Rng(0x51ed_2701_9e37_79b9);
+        let mut bound_bound = 0;
+        for _case in 0..60 {
+            let n_links = 2 + rng.below(8) as u32;
+            // windows γ / (2 Σ lat) from 2.8e11 (3 links of 2.5 µs) to 2e13 B/s
+            let bw: Vec<f64> = (0..n_links)
+                .map(|_| 1e11 * (1.0 + 40.0 * rng.unit()))
+                .collect();
+            let lat: Vec<Ps> = (0..n_links)
+                .map(|_| 100_000 + rng.below(2_400_000))
+                .collect();
+            let n = 1 + rng.below(30) as usize;
+            let msgs: Vec<M> = (0..n)
+                .map(|_| {
+                    m(
+                        rng.below(1_000_000),
+                        1 << 50,
+                        &random_route(&mut rng, n_links, 3),
+                    )
+                })
+                .collect();
+            let mut f = fabric(links(&bw, &lat), Sharing::Cm02, 0.0, 0, 0);
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by_key(|&i| msgs[i].t);
+            for &i in &order {
+                let x = &msgs[i];
+                f.inject(
+                    x.t,
+                    &Message {
+                        id: i as u32,
+                        src: x.src,
+                        dst: x.dst,
+                        bytes: x.bytes,
+                        links: &x.links,
+                        weights: &x.weights,
+                    },
+                );
+            }
+            let mut arrived = Vec::new();
+            f.advance(10_000_000, &mut arrived);
+            f.next_arrival();
+            assert!(arrived.is_empty());
+            // the reference: progressive filling by scanning
+            let lat_s: Vec<f64> = msgs
+                .iter()
+                .map(|x| {
+                    x.links
+                        .iter()
+                        .map(|&l| lat[l as usize] as f64)
+                        .sum::<f64>()
+                        .round()
+                        / 1e12
+                })
+                .collect();
+            let mut rate = vec![f64::NAN; n];
+            let mut free = bw.clone();
+            loop {
+                let unfrozen: Vec<usize> = (0..n).filter(|&i| rate[i].is_nan()).collect();
+                if unfrozen.is_empty() {
+                    break;
+                }
+                let mut best = f64::INFINITY;
+                for (l, &fr) in free.iter().enumerate() {
+                    let c: f64 = unfrozen
+                        .iter()
+                        .filter(|&&i| msgs[i].links.contains(&(l as u32)))
+                        .map(|&i| 1.0 / lat_s[i])
+                        .sum();
+                    if c > 0.0 {
+                        best = best.min(fr / c);
+                    }
+                }
+                // every window binds at level (γ / (2 Σ lat)) · Σ lat = γ / 2
+                best = best.min(TCP_GAMMA / 2.0);
+                for &i in &unfrozen {
+                    let window = TCP_GAMMA / (2.0 * lat_s[i]);
+                    let at_link = msgs[i].links.iter().any(|&l| {
+                        let c: f64 = unfrozen
+                            .iter()
+                            .filter(|&&j| msgs[j].links.contains(&l))
+                            .map(|&j| 1.0 / lat_s[j])
+                            .sum();
+                        free[l as usize] / c <= best * (1.0 + 1e-12)
+                    });
+                    if at_link || window <= best / lat_s[i] * (1.0 + 1e-12) {
+                        rate[i] = (best / lat_s[i]).min(window);
+                    }
+                }
+                for &i in &unfrozen {
+                    if !rate[i].is_nan() {
+                        for &l in &msgs[i].links {
+                            free[l as usize] -= rate[i];
+                        }
+                    }
+                }
+            }
+            for (s, fl) in f.flows.iter().enumerate() {
+                if fl.state != State::Flowing {
+                    continue;
+                }
+                let want = rate[fl.id as usize];
+                assert!(
+                    (fl.rate - want).abs() <= 1e-9 * want,
+                    "slot {s}: rate {} expected {want}",
+                    fl.rate
+                );
+                if fl.rate == fl.bound {
+                    bound_bound += 1;
+                }
+            }
+        }
+        assert!(
+            bound_bound > 20,
+            "the window bound only {bound_bound} flows"
+        );
     }
 
     /// The incremental recomputation against one from scratch after every
