@@ -247,8 +247,10 @@ struct Hist {
 #[derive(Clone, Debug, Default)]
 struct Resources {
     cap: Vec<f64>,
-    /// Slots of the flowing flows using each resource.
-    flows: Vec<Vec<u32>>,
+    /// Slots of the flowing flows using each resource, each with its
+    /// `w·speed` on the resource (summed into `coef0` without touching the
+    /// flows themselves).
+    flows: Vec<Vec<(u32, f64)>>,
     /// Freezes of the flows of `flows` in filling order (so by level): the
     /// state of the filling at any level can be restored from it.
     hist: Vec<Vec<Hist>>,
@@ -279,15 +281,6 @@ impl Resources {
         self.cur.push(f64::INFINITY);
         self.cnt.push(0);
     }
-}
-
-/// Weight of resource `r` on the route of `f`.
-fn weight_on(f: &Flow, r: u32) -> f64 {
-    f.res
-        .as_slice()
-        .iter()
-        .find(|&&(x, _)| x == r)
-        .map_or(0.0, |&(_, w)| w)
 }
 
 /// A resource's level before any freeze: capacity over unfrozen load.
@@ -542,8 +535,8 @@ impl FlowFabric {
         if f.bound.is_finite() {
             self.hint = self.hint.min(f.bound / f.speed);
         }
-        for &(r, _) in f.res.as_slice() {
-            self.res.flows[r as usize].push(slot);
+        for &(r, w) in f.res.as_slice() {
+            self.res.flows[r as usize].push((slot, w * f.speed));
             self.seeds.push(r);
         }
         self.added.push(slot);
@@ -557,7 +550,7 @@ impl FlowFabric {
         }
         for &(r, _) in f.res.as_slice() {
             let list = &mut self.res.flows[r as usize];
-            if let Some(p) = list.iter().position(|&s| s == slot) {
+            if let Some(p) = list.iter().position(|&(s, _)| s == slot) {
                 list.swap_remove(p);
             }
             self.seeds.push(r);
@@ -636,9 +629,8 @@ impl FlowFabric {
             }
             res.tmark[ru] = epoch;
             let mut c0 = 0.0;
-            for &s in &res.flows[ru] {
-                let f = &flows[s as usize];
-                c0 += weight_on(f, r) * f.speed;
+            for &(_, ws) in &res.flows[ru] {
+                c0 += ws;
             }
             res.coef0[ru] = c0;
             lam = lam.min(res.sat[ru]);
@@ -885,7 +877,7 @@ fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratc
         res.sat[r] = current;
         // Freeze every unfrozen flow crossing the saturated resource.
         for k in 0..res.flows[r].len() {
-            let s = res.flows[r][k];
+            let s = res.flows[r][k].0;
             if !sc.frozen[s as usize] {
                 let rate = flows[s as usize].speed * current;
                 freeze(res, flows, s, rate, current, sc);
