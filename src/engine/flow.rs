@@ -196,14 +196,25 @@ impl Flow {
     }
 }
 
+/// One resource of a flow's route: the resource, the flow's index in the
+/// resource's flow list while it flows (kept up to date as the list
+/// changes, so removal and the filling find it without a search), and the
+/// flow's weight on it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hop {
+    r: u32,
+    pos: u32,
+    w: f64,
+}
+
 /// Resource entries of a flow stored inline in the flow (the rate
 /// computation walks them for every flow of a component, so they must not
 /// cost a cache miss of their own); longer lists spill to the heap.
 #[derive(Clone, Debug, Default)]
 struct Route {
     len: usize,
-    inline: [(u32, f64); ROUTE_INLINE],
-    spill: Vec<(u32, f64)>,
+    inline: [Hop; ROUTE_INLINE],
+    spill: Vec<Hop>,
 }
 
 /// Resource entries kept inline (6 links plus the two NICs).
@@ -213,18 +224,29 @@ impl Route {
     fn set(&mut self, items: &[(u32, f64)]) {
         self.len = items.len();
         self.spill.clear();
+        let hop = |&(r, w): &(u32, f64)| Hop { r, pos: 0, w };
         if items.len() <= ROUTE_INLINE {
-            self.inline[..items.len()].copy_from_slice(items);
+            for (h, it) in self.inline.iter_mut().zip(items) {
+                *h = hop(it);
+            }
         } else {
-            self.spill.extend_from_slice(items);
+            self.spill.extend(items.iter().map(hop));
         }
     }
 
-    fn as_slice(&self) -> &[(u32, f64)] {
+    fn as_slice(&self) -> &[Hop] {
         if self.len <= ROUTE_INLINE {
             &self.inline[..self.len]
         } else {
             &self.spill
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Hop] {
+        if self.len <= ROUTE_INLINE {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spill
         }
     }
 }
@@ -258,6 +280,9 @@ struct Resources {
     coef0: Vec<f64>,
     /// Level at which the resource saturated, or infinity.
     sat: Vec<f64>,
+    /// The refilled flows on each visited resource, `(index in its flow
+    /// list, slot)`: the only flows a saturation can freeze there.
+    refilled: Vec<Vec<(u32, u32)>>,
     // scratch of the rate computation
     mark: Vec<u32>,
     tmark: Vec<u32>,
@@ -274,6 +299,7 @@ impl Resources {
         self.hist.push(Vec::new());
         self.coef0.push(0.0);
         self.sat.push(f64::INFINITY);
+        self.refilled.push(Vec::new());
         self.mark.push(0);
         self.tmark.push(0);
         self.free.push(0.0);
@@ -535,26 +561,40 @@ impl FlowFabric {
         if f.bound.is_finite() {
             self.hint = self.hint.min(f.bound / f.speed);
         }
-        for &(r, w) in f.res.as_slice() {
-            self.res.flows[r as usize].push((slot, w * f.speed));
-            self.seeds.push(r);
+        let speed = f.speed;
+        for h in f.res.as_mut_slice() {
+            let list = &mut self.res.flows[h.r as usize];
+            h.pos = list.len() as u32;
+            list.push((slot, h.w * speed));
+            self.seeds.push(h.r);
         }
         self.added.push(slot);
     }
 
     /// End the bandwidth phase of `slot`, predicted for `t_own`.
     fn complete(&mut self, slot: u32, t_own: Ps) {
-        let f = &mut self.flows[slot as usize];
+        let f = &self.flows[slot as usize];
         if f.res.len > 0 {
             self.hint = self.hint.min(f.level);
         }
-        for &(r, _) in f.res.as_slice() {
+        for k in 0..f.res.len {
+            let Hop { r, pos, .. } = self.flows[slot as usize].res.as_slice()[k];
             let list = &mut self.res.flows[r as usize];
-            if let Some(p) = list.iter().position(|&(s, _)| s == slot) {
-                list.swap_remove(p);
+            debug_assert_eq!(list[pos as usize].0, slot);
+            list.swap_remove(pos as usize);
+            if let Some(&(moved, _)) = list.get(pos as usize) {
+                // the list's last flow took the removed one's place
+                let h = self.flows[moved as usize]
+                    .res
+                    .as_mut_slice()
+                    .iter_mut()
+                    .find(|h| h.r == r)
+                    .expect("a flow on a resource's list routes over it");
+                h.pos = pos;
             }
             self.seeds.push(r);
         }
+        let f = &mut self.flows[slot as usize];
         let arrival = match self.sharing {
             Sharing::MaxMin => t_own.saturating_add(f.latency),
             Sharing::Cm02 => t_own,
@@ -687,6 +727,7 @@ impl FlowFabric {
         };
         res.cnt[ru] = 0;
         res.sat[ru] = f64::INFINITY;
+        res.refilled[ru].clear();
         self.visited.push(r);
     }
 
@@ -727,9 +768,10 @@ impl FlowFabric {
                 self.bounds.push((f.bound / f.speed, s));
             }
             for k in 0..self.flows[su].res.len {
-                let r = self.flows[su].res.as_slice()[k].0;
+                let Hop { r, pos, .. } = self.flows[su].res.as_slice()[k];
                 self.visit(r, lam);
                 self.res.cnt[r as usize] += 1;
+                self.res.refilled[r as usize].push((pos, s));
             }
         }
         // the resources' levels, heapified at once
@@ -875,15 +917,18 @@ fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratc
             continue;
         }
         res.sat[r] = current;
-        // Freeze every unfrozen flow crossing the saturated resource.
-        for k in 0..res.flows[r].len() {
-            let s = res.flows[r][k].0;
+        // Freeze every unfrozen flow crossing the saturated resource, in the
+        // order of its flow list: the others there are frozen already.
+        let mut on = std::mem::take(&mut res.refilled[r]);
+        on.sort_unstable_by_key(|&(pos, _)| pos);
+        for &(_, s) in &on {
             if !sc.frozen[s as usize] {
                 let rate = flows[s as usize].speed * current;
                 freeze(res, flows, s, rate, current, sc);
                 n_frozen += 1;
             }
         }
+        res.refilled[r] = on;
     }
     // Every refilled flow crosses a finite resource, so all froze; this
     // only guards against that invariant breaking.
@@ -911,7 +956,7 @@ fn freeze(
     sc.frozen[s as usize] = true;
     let f = &mut flows[s as usize];
     f.level = level;
-    for &(r, w) in f.res.as_slice() {
+    for &Hop { r, w, .. } in f.res.as_slice() {
         let ru = r as usize;
         let dcoef = w * f.speed;
         res.free[ru] -= w * rate;
