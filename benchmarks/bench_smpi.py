@@ -408,6 +408,16 @@ def _us(seconds: float | None) -> str:
 def cross_checks(exe: Path, tmp: Path) -> list[str]:
     """Small runs that explain the table's differences, one note each."""
     notes = []
+    same = Case("alltoall", "pairwise_exchange", "pair", "rounds", CROSSBAR, 128, ALLTOALL_BYTES)
+    recorded = [record_trace(same, exe, tmp, algorithm) for algorithm in ("pair", RECORD_ALGORITHM["alltoall"])]
+    if all(index is not None for index, _, _ in recorded):
+        texts = [[Path(line).read_text() for line in index.read_text().split()] for index, _, _ in recorded]
+        verdict = "identical" if texts[0] == texts[1] else "**different**"
+        notes.append(f"Traces: the cut time-independent traces of the crossbar all-to-all (P = 128, 4 KiB) recorded "
+                     f"with SMPI's `pair` and with `{RECORD_ALGORITHM['alltoall']}` are {verdict} (rank 0's: "
+                     f"{' / '.join(texts[0][0].strip().splitlines())}).")
+    else:
+        notes.append(f"Traces: {next(why for index, _, why in recorded if index is None)}.")
     ping = Case("pingpong", "-", "-", "deps", CROSSBAR, 2, 1)
     t, _, err = run_smpi(ping, exe, tmp)
     if t is not None:
@@ -528,6 +538,28 @@ def _x(num: float | None, den: float | None) -> str:
     return f"{num / den:,.1f}×" if num and den else "-"
 
 
+def _load() -> str:
+    """This machine's load averages (``/proc/loadavg``) and cores, as printed under the walls."""
+    try:
+        one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        return "unknown"
+    return f"{one}, {five}, {fifteen} (1, 5, 15 min) on {os.cpu_count()} cores"
+
+
+def _target_summary(targets: list) -> str:
+    if not targets:
+        return f"No row's SMPI replay took {TARGET_FROM_S:g} s or more."
+    n = len(targets)
+    in_ok = [t for t in targets if t[1]]
+    proc_ok = [t for t in targets if t[2]]
+    worst_in = min(targets, key=lambda t: t[3])
+    worst_proc = min(targets, key=lambda t: t[4])
+    return (f"Rows whose replay took ≥ {TARGET_FROM_S:g} s: {n}. In-process ≥ {TARGET_IN_PROCESS:g}× on "
+            f"{len(in_ok)} of them (least {worst_in[3]:,.1f}×: {worst_in[0]}); process ≥ {TARGET_PROCESS:g}× on "
+            f"{len(proc_ok)} (least {worst_proc[4]:,.1f}×: {worst_proc[0]}).")
+
+
 def run(only: str | None = None) -> str:
     """The section; ``only``: just the rows whose tag contains it (no cross-checks)."""
     why = ensure_simgrid()
@@ -619,6 +651,7 @@ def run(only: str | None = None) -> str:
                 f"{_x(replay_wall, cli_wall) if replay_err is None else '-'} | {verdict} |")
         if only:
             return "\n".join([HEADING, "", f"Rows matching {only!r} only.", "", *rows, "", *speed, "",
+                              _target_summary(targets), "", f"Load: {_load()}.", "",
                               *(f"- {n}" for n in notes), *(f"- replay ≠ application: {d}" for d in differ)]) + "\n"
         print("[bench] smpi: cross-checks", file=sys.stderr, flush=True)
         checks = cross_checks(exe, tmp)
@@ -649,13 +682,42 @@ def run(only: str | None = None) -> str:
         "at once); `loggops` with the same options (o = g = G = 0: link reservation only) and the `static` "
         "model (`model_named(\"static\").estimate`). Both sides model the network only: α = 0 and SMPI's "
         "`smpi/os`, `smpi/or`, `smpi/ois` = 0; reductions free on both sides. Size: the MPI count in bytes "
-        "(allreduce: the vector; all-to-all: per destination). Ratio: topocoll flow time / SMPI time. "
-        "Wall: SMPI the whole `smpirun` (start-up included); topocoll the `simulate(model=\"flow\")` call "
-        "(program compiled inside it). Speed-up: SMPI wall / topocoll flow wall.",
+        "(allreduce: the vector; all-to-all: per destination). Ratio: topocoll flow time / SMPI time "
+        "(application mode).",
+        "",
+        "SMPI in two modes. *Application*: `smpirun` runs the compiled program (real buffers from "
+        "`SMPI_SHARED_MALLOC`, SMPI's collective code, the reductions executed, not timed). *Trace replay*: the "
+        "program is run once more with `smpirun -trace-ti` (time-independent trace, one file per rank; "
+        f"recorded with `{RECORD_ALGORITHM['allreduce']}`/`{RECORD_ALGORITHM['alltoall']}`, once per machine, "
+        "collective, P and size: the trace holds the MPI call, not the algorithm's messages), each rank's trace "
+        "is cut to `init`, the collective and `finalize`, and `smpirun -replay INDEX` (SimGrid's "
+        "`smpireplaymain`) replays it with the row's algorithm and the same options: SimGrid's cheapest way to "
+        "the same simulated time, no program, no buffers. Replay time: the clock when the last rank ends "
+        "(`smpi_replay`'s \"Simulation time\", logged with 12 decimals).",
         "",
         *rows,
         "",
-        f"Total wall: SMPI {smpi_total:.1f} s, topocoll {topo_total:.1f} s (all three models).",
+        (f"Replay and application times agree to the printed 0.1 µs on {len(rows) - 2 - len(differ)} of "
+         f"{len(rows) - 2} rows" + ("." if not differ else "; they differ on: " + "; ".join(differ) + ".")),
+        "",
+        "**Speed.** Walls in seconds, each the best of up to "
+        f"{REPEATS} runs (one when a run takes over {REPEAT_BELOW_S:g} s), on this machine under the load "
+        "printed below. SMPI application: the whole `smpirun` of the program (start-up included, one run). "
+        "SMPI replay: the whole `smpirun -replay` (start-up and platform parsing included; the recording, once "
+        "per trace, is not counted). topocoll in-process: the `simulate(model=\"flow\")` call (the op program "
+        "compiled inside it, on a fresh schedule and network each run). `topocoll simulate` process: the whole "
+        "CLI process, interpreter start-up and imports included, the same run as one command, e.g. "
+        f"`{' '.join(cli_command(cases()[0]))}`. Targets (issue 26): on rows whose replay takes at least "
+        f"{TARGET_FROM_S:g} s, in-process ≥ {TARGET_IN_PROCESS:g}× and process ≥ {TARGET_PROCESS:g}× faster than "
+        "the replay.",
+        "",
+        *speed,
+        "",
+        _target_summary(targets),
+        "",
+        f"Total wall: SMPI application {smpi_total:.1f} s, recording {record_total:.1f} s, replay "
+        f"{replay_total:.1f} s; topocoll in-process {topo_total:.1f} s (all three models), `topocoll simulate` "
+        f"{cli_total:.1f} s. Load: {_load()}.",
         "",
         *(f"- {n}" for n in notes),
         *([""] if notes else []),
