@@ -77,7 +77,10 @@
 //! flow from scratch (checked after every change by the tests). Cost per
 //! change: `O(Σ_{r∈T} history_r)` to find `λ*`, then
 //! `O((refilled flows + their resources + their route lengths) · log)`;
-//! the histories hold `Σ route lengths` entries (48 B each). How much is
+//! the histories hold `Σ route lengths` entries (48 B each). A resource's
+//! flow list carries each flow's `w·speed` (its unfrozen load is summed
+//! from the list alone) and each flow's route its index in those lists
+//! (a finished flow leaves them without a search). How much is
 //! refilled depends on the traffic: all-to-all on a torus refills about a
 //! quarter of the flows in flight per change (P = 128), where the whole
 //! component was refilled before.
@@ -848,8 +851,8 @@ struct Scratch<'a> {
 
 /// Weighted progressive filling (Bertsekas & Gallager §6.5.2) of the flows
 /// `refill` (unfrozen) over resources whose state (`free`, `coef`, `cur`,
-/// `cnt`) is set and whose levels, and the refill flows' bound levels, are
-/// in `sc.fill`. Flow `f`'s rate is `speed_f · λ` while unfrozen; resource
+/// `cnt`, `refilled`) is set and whose levels are in `sc.fill`, the refill
+/// flows' bound levels in `sc.bounds`. Flow `f`'s rate is `speed_f · λ` while unfrozen; resource
 /// `r` saturates at its level `cur_r`, the running maximum of
 /// `free_r / coef_r` (`coef_r = Σ_unfrozen w_{f,r}·speed_f`) over its
 /// freezes so far (mathematically `free/coef` never falls when a flow
@@ -859,7 +862,10 @@ struct Scratch<'a> {
 /// stale entries it holds: the result depends on the state only). A flow
 /// is bounded at `bound_f / speed_f`. Levels sit in a min-heap, refreshed
 /// when popped; a flow is rescheduled as it freezes, and every freeze is
-/// appended to its resources' histories.
+/// appended to its resources' histories. A saturated resource freezes its
+/// unfrozen flows in the order of its flow list. The filling stops once
+/// every refilled flow is frozen (what is left in the heap would be
+/// skipped).
 fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratch) {
     let mut n_frozen = 0;
     // The bound levels are a second queue merged with the heap in the
