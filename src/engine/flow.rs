@@ -77,7 +77,10 @@
 //! flow from scratch (checked after every change by the tests). Cost per
 //! change: `O(Σ_{r∈T} history_r)` to find `λ*`, then
 //! `O((refilled flows + their resources + their route lengths) · log)`;
-//! the histories hold `Σ route lengths` entries (48 B each). How much is
+//! the histories hold `Σ route lengths` entries (48 B each). A resource's
+//! flow list carries each flow's `w·speed` (its unfrozen load is summed
+//! from the list alone) and each flow's route its index in those lists
+//! (a finished flow leaves them without a search). How much is
 //! refilled depends on the traffic: all-to-all on a torus refills about a
 //! quarter of the flows in flight per change (P = 128), where the whole
 //! component was refilled before.
@@ -196,14 +199,25 @@ impl Flow {
     }
 }
 
+/// One resource of a flow's route: the resource, the flow's index in the
+/// resource's flow list while it flows (kept up to date as the list
+/// changes, so removal and the filling find it without a search), and the
+/// flow's weight on it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hop {
+    r: u32,
+    pos: u32,
+    w: f64,
+}
+
 /// Resource entries of a flow stored inline in the flow (the rate
 /// computation walks them for every flow of a component, so they must not
 /// cost a cache miss of their own); longer lists spill to the heap.
 #[derive(Clone, Debug, Default)]
 struct Route {
     len: usize,
-    inline: [(u32, f64); ROUTE_INLINE],
-    spill: Vec<(u32, f64)>,
+    inline: [Hop; ROUTE_INLINE],
+    spill: Vec<Hop>,
 }
 
 /// Resource entries kept inline (6 links plus the two NICs).
@@ -213,18 +227,29 @@ impl Route {
     fn set(&mut self, items: &[(u32, f64)]) {
         self.len = items.len();
         self.spill.clear();
+        let hop = |&(r, w): &(u32, f64)| Hop { r, pos: 0, w };
         if items.len() <= ROUTE_INLINE {
-            self.inline[..items.len()].copy_from_slice(items);
+            for (h, it) in self.inline.iter_mut().zip(items) {
+                *h = hop(it);
+            }
         } else {
-            self.spill.extend_from_slice(items);
+            self.spill.extend(items.iter().map(hop));
         }
     }
 
-    fn as_slice(&self) -> &[(u32, f64)] {
+    fn as_slice(&self) -> &[Hop] {
         if self.len <= ROUTE_INLINE {
             &self.inline[..self.len]
         } else {
             &self.spill
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Hop] {
+        if self.len <= ROUTE_INLINE {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spill
         }
     }
 }
@@ -247,8 +272,10 @@ struct Hist {
 #[derive(Clone, Debug, Default)]
 struct Resources {
     cap: Vec<f64>,
-    /// Slots of the flowing flows using each resource.
-    flows: Vec<Vec<u32>>,
+    /// Slots of the flowing flows using each resource, each with its
+    /// `w·speed` on the resource (summed into `coef0` without touching the
+    /// flows themselves).
+    flows: Vec<Vec<(u32, f64)>>,
     /// Freezes of the flows of `flows` in filling order (so by level): the
     /// state of the filling at any level can be restored from it.
     hist: Vec<Vec<Hist>>,
@@ -256,6 +283,9 @@ struct Resources {
     coef0: Vec<f64>,
     /// Level at which the resource saturated, or infinity.
     sat: Vec<f64>,
+    /// The refilled flows on each visited resource, `(index in its flow
+    /// list, slot)`: the only flows a saturation can freeze there.
+    refilled: Vec<Vec<(u32, u32)>>,
     // scratch of the rate computation
     mark: Vec<u32>,
     tmark: Vec<u32>,
@@ -272,6 +302,7 @@ impl Resources {
         self.hist.push(Vec::new());
         self.coef0.push(0.0);
         self.sat.push(f64::INFINITY);
+        self.refilled.push(Vec::new());
         self.mark.push(0);
         self.tmark.push(0);
         self.free.push(0.0);
@@ -279,15 +310,6 @@ impl Resources {
         self.cur.push(f64::INFINITY);
         self.cnt.push(0);
     }
-}
-
-/// Weight of resource `r` on the route of `f`.
-fn weight_on(f: &Flow, r: u32) -> f64 {
-    f.res
-        .as_slice()
-        .iter()
-        .find(|&&(x, _)| x == r)
-        .map_or(0.0, |&(_, w)| w)
 }
 
 /// A resource's level before any freeze: capacity over unfrozen load.
@@ -304,7 +326,6 @@ fn level0(cap: f64, coef0: f64) -> f64 {
 struct Level {
     level: f64,
     idx: u32,
-    is_flow: bool,
 }
 
 impl Ord for Level {
@@ -312,7 +333,6 @@ impl Ord for Level {
         other
             .level
             .total_cmp(&self.level)
-            .then_with(|| other.is_flow.cmp(&self.is_flow))
             .then_with(|| other.idx.cmp(&self.idx))
     }
 }
@@ -396,6 +416,8 @@ pub struct FlowFabric {
     refill: Vec<u32>,
     pending: Vec<u32>,
     fill: BinaryHeap<Level>,
+    /// `(bound level, slot)` of the refilled flows with a finite bound.
+    bounds: Vec<(f64, u32)>,
     route_scratch: Vec<(u32, f64)>,
     /// Tests: check every recomputation against one from scratch.
     #[cfg(test)]
@@ -438,6 +460,7 @@ impl FlowFabric {
             refill: Vec::new(),
             pending: Vec::new(),
             fill: BinaryHeap::new(),
+            bounds: Vec::new(),
             route_scratch: Vec::new(),
             #[cfg(test)]
             verify: false,
@@ -541,26 +564,40 @@ impl FlowFabric {
         if f.bound.is_finite() {
             self.hint = self.hint.min(f.bound / f.speed);
         }
-        for &(r, _) in f.res.as_slice() {
-            self.res.flows[r as usize].push(slot);
-            self.seeds.push(r);
+        let speed = f.speed;
+        for h in f.res.as_mut_slice() {
+            let list = &mut self.res.flows[h.r as usize];
+            h.pos = list.len() as u32;
+            list.push((slot, h.w * speed));
+            self.seeds.push(h.r);
         }
         self.added.push(slot);
     }
 
     /// End the bandwidth phase of `slot`, predicted for `t_own`.
     fn complete(&mut self, slot: u32, t_own: Ps) {
-        let f = &mut self.flows[slot as usize];
+        let f = &self.flows[slot as usize];
         if f.res.len > 0 {
             self.hint = self.hint.min(f.level);
         }
-        for &(r, _) in f.res.as_slice() {
+        for k in 0..f.res.len {
+            let Hop { r, pos, .. } = self.flows[slot as usize].res.as_slice()[k];
             let list = &mut self.res.flows[r as usize];
-            if let Some(p) = list.iter().position(|&s| s == slot) {
-                list.swap_remove(p);
+            debug_assert_eq!(list[pos as usize].0, slot);
+            list.swap_remove(pos as usize);
+            if let Some(&(moved, _)) = list.get(pos as usize) {
+                // the list's last flow took the removed one's place
+                let h = self.flows[moved as usize]
+                    .res
+                    .as_mut_slice()
+                    .iter_mut()
+                    .find(|h| h.r == r)
+                    .expect("a flow on a resource's list routes over it");
+                h.pos = pos;
             }
             self.seeds.push(r);
         }
+        let f = &mut self.flows[slot as usize];
         let arrival = match self.sharing {
             Sharing::MaxMin => t_own.saturating_add(f.latency),
             Sharing::Cm02 => t_own,
@@ -635,9 +672,8 @@ impl FlowFabric {
             }
             res.tmark[ru] = epoch;
             let mut c0 = 0.0;
-            for &s in &res.flows[ru] {
-                let f = &flows[s as usize];
-                c0 += weight_on(f, r) * f.speed;
+            for &(_, ws) in &res.flows[ru] {
+                c0 += ws;
             }
             res.coef0[ru] = c0;
             lam = lam.min(res.sat[ru]);
@@ -694,6 +730,7 @@ impl FlowFabric {
         };
         res.cnt[ru] = 0;
         res.sat[ru] = f64::INFINITY;
+        res.refilled[ru].clear();
         self.visited.push(r);
     }
 
@@ -708,7 +745,7 @@ impl FlowFabric {
         self.visited.clear();
         self.refill.clear();
         self.pending.clear();
-        self.fill.clear();
+        self.bounds.clear();
         for i in 0..self.seeds.len() {
             let r = self.seeds[i];
             self.visit(r, lam);
@@ -731,32 +768,33 @@ impl FlowFabric {
                 f.last = now;
             }
             if f.bound.is_finite() {
-                self.fill.push(Level {
-                    level: f.bound / f.speed,
-                    idx: s,
-                    is_flow: true,
-                });
+                self.bounds.push((f.bound / f.speed, s));
             }
             for k in 0..self.flows[su].res.len {
-                let r = self.flows[su].res.as_slice()[k].0;
+                let Hop { r, pos, .. } = self.flows[su].res.as_slice()[k];
                 self.visit(r, lam);
                 self.res.cnt[r as usize] += 1;
+                self.res.refilled[r as usize].push((pos, s));
             }
         }
+        // the resources' levels, heapified at once
+        let mut heap = std::mem::take(&mut self.fill).into_vec();
+        heap.clear();
         for &r in &self.visited {
             let ru = r as usize;
             if self.res.cnt[ru] > 0 {
-                self.fill.push(Level {
+                heap.push(Level {
                     level: self.res.cur[ru],
                     idx: r,
-                    is_flow: false,
                 });
             }
         }
+        self.fill = BinaryHeap::from(heap);
         let mut sc = Scratch {
             now,
             frozen: &mut self.flow_frozen,
             fill: &mut self.fill,
+            bounds: &mut self.bounds,
             finish_heap: &mut self.finish_heap,
         };
         fill(&mut self.res, &mut self.flows, &self.refill, &mut sc);
@@ -804,14 +842,17 @@ struct Scratch<'a> {
     now: Ps,
     /// Per flow slot: frozen (in the refill).
     frozen: &'a mut [bool],
+    /// Resource levels (lazy min-heap).
     fill: &'a mut BinaryHeap<Level>,
+    /// Bound levels of the refilled flows, sorted only if one may bind.
+    bounds: &'a mut [(f64, u32)],
     finish_heap: &'a mut BinaryHeap<Reverse<(Ps, u32, u32)>>,
 }
 
 /// Weighted progressive filling (Bertsekas & Gallager §6.5.2) of the flows
 /// `refill` (unfrozen) over resources whose state (`free`, `coef`, `cur`,
-/// `cnt`) is set and whose levels, and the refill flows' bound levels, are
-/// in `sc.fill`. Flow `f`'s rate is `speed_f · λ` while unfrozen; resource
+/// `cnt`, `refilled`) is set and whose levels are in `sc.fill`, the refill
+/// flows' bound levels in `sc.bounds`. Flow `f`'s rate is `speed_f · λ` while unfrozen; resource
 /// `r` saturates at its level `cur_r`, the running maximum of
 /// `free_r / coef_r` (`coef_r = Σ_unfrozen w_{f,r}·speed_f`) over its
 /// freezes so far (mathematically `free/coef` never falls when a flow
@@ -821,19 +862,54 @@ struct Scratch<'a> {
 /// stale entries it holds: the result depends on the state only). A flow
 /// is bounded at `bound_f / speed_f`. Levels sit in a min-heap, refreshed
 /// when popped; a flow is rescheduled as it freezes, and every freeze is
-/// appended to its resources' histories.
+/// appended to its resources' histories. A saturated resource freezes its
+/// unfrozen flows in the order of its flow list. The filling stops once
+/// every refilled flow is frozen (what is left in the heap would be
+/// skipped).
 fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratch) {
     let mut n_frozen = 0;
-    while let Some(e) = sc.fill.pop() {
-        if e.is_flow {
-            if sc.frozen[e.idx as usize] {
-                continue;
+    // The bound levels are a second queue merged with the heap in the
+    // heap's order (level, then resources before flows, then index): they
+    // are sorted only once a resource level exceeds the least of them, which
+    // under CM02 (γ/2 for every flow with a route latency) is almost never.
+    let mut min_bound = f64::INFINITY;
+    for &(l, _) in sc.bounds.iter() {
+        min_bound = min_bound.min(l);
+    }
+    let mut sorted = false;
+    let mut next_bound = 0;
+    // Once every refilled flow is frozen, the entries left are resources
+    // with no unfrozen flow, which popping would skip.
+    while n_frozen < refill.len() {
+        let top = sc.fill.peek().map(|e| e.level);
+        let resource_first = match top {
+            Some(l) if l <= min_bound => true,
+            _ => {
+                if !sorted {
+                    sc.bounds
+                        .sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    sorted = true;
+                }
+                while next_bound < sc.bounds.len() && sc.frozen[sc.bounds[next_bound].1 as usize] {
+                    next_bound += 1;
+                }
+                match (top, sc.bounds.get(next_bound)) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some(l), Some(&(b, _))) => l.total_cmp(&b) != Ordering::Greater,
+                }
             }
-            let rate = flows[e.idx as usize].bound;
-            freeze(res, flows, e.idx, rate, e.level, sc);
+        };
+        if !resource_first {
+            let (level, s) = sc.bounds[next_bound];
+            next_bound += 1;
+            let rate = flows[s as usize].bound;
+            freeze(res, flows, s, rate, level, sc);
             n_frozen += 1;
             continue;
         }
+        let e = sc.fill.pop().expect("a resource level");
         let r = e.idx as usize;
         if res.cnt[r] == 0 {
             continue;
@@ -847,15 +923,18 @@ fn fill(res: &mut Resources, flows: &mut [Flow], refill: &[u32], sc: &mut Scratc
             continue;
         }
         res.sat[r] = current;
-        // Freeze every unfrozen flow crossing the saturated resource.
-        for k in 0..res.flows[r].len() {
-            let s = res.flows[r][k];
+        // Freeze every unfrozen flow crossing the saturated resource, in the
+        // order of its flow list: the others there are frozen already.
+        let mut on = std::mem::take(&mut res.refilled[r]);
+        on.sort_unstable_by_key(|&(pos, _)| pos);
+        for &(_, s) in &on {
             if !sc.frozen[s as usize] {
                 let rate = flows[s as usize].speed * current;
                 freeze(res, flows, s, rate, current, sc);
                 n_frozen += 1;
             }
         }
+        res.refilled[r] = on;
     }
     // Every refilled flow crosses a finite resource, so all froze; this
     // only guards against that invariant breaking.
@@ -883,7 +962,7 @@ fn freeze(
     sc.frozen[s as usize] = true;
     let f = &mut flows[s as usize];
     f.level = level;
-    for &(r, w) in f.res.as_slice() {
+    for &Hop { r, w, .. } in f.res.as_slice() {
         let ru = r as usize;
         let dcoef = w * f.speed;
         res.free[ru] -= w * rate;
@@ -1547,6 +1626,131 @@ mod tests {
                 close(got[i], w, 50.0 + 1e-9 * w);
             }
         }
+    }
+
+    /// CM02 rates where the TCP window binds some flows and links bind
+    /// others (the bound levels are a queue of their own in [`fill`],
+    /// merged with the resource heap): after every latency phase has ended,
+    /// every rate against a progressive filling by scanning (rate
+    /// `λ / Σ lat` until a link saturates or the window `γ / (2 Σ lat)` is
+    /// reached), to 1e-9 relative.
+    #[test]
+    fn cm02_window_and_links_bind_together() {
+        let mut rng = Rng(0x51ed_2701_9e37_79b9);
+        let mut bound_bound = 0;
+        for _case in 0..60 {
+            let n_links = 2 + rng.below(8) as u32;
+            // windows γ / (2 Σ lat) from 2.8e11 (3 links of 2.5 µs) to 2e13 B/s
+            let bw: Vec<f64> = (0..n_links)
+                .map(|_| 1e11 * (1.0 + 40.0 * rng.unit()))
+                .collect();
+            let lat: Vec<Ps> = (0..n_links)
+                .map(|_| 100_000 + rng.below(2_400_000))
+                .collect();
+            let n = 1 + rng.below(30) as usize;
+            let msgs: Vec<M> = (0..n)
+                .map(|_| {
+                    m(
+                        rng.below(1_000_000),
+                        1 << 50,
+                        &random_route(&mut rng, n_links, 3),
+                    )
+                })
+                .collect();
+            let mut f = fabric(links(&bw, &lat), Sharing::Cm02, 0.0, 0, 0);
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by_key(|&i| msgs[i].t);
+            for &i in &order {
+                let x = &msgs[i];
+                f.inject(
+                    x.t,
+                    &Message {
+                        id: i as u32,
+                        src: x.src,
+                        dst: x.dst,
+                        bytes: x.bytes,
+                        links: &x.links,
+                        weights: &x.weights,
+                    },
+                );
+            }
+            let mut arrived = Vec::new();
+            f.advance(10_000_000, &mut arrived);
+            f.next_arrival();
+            assert!(arrived.is_empty());
+            // the reference: progressive filling by scanning
+            let lat_s: Vec<f64> = msgs
+                .iter()
+                .map(|x| {
+                    x.links
+                        .iter()
+                        .map(|&l| lat[l as usize] as f64)
+                        .sum::<f64>()
+                        .round()
+                        / 1e12
+                })
+                .collect();
+            let mut rate = vec![f64::NAN; n];
+            let mut free = bw.clone();
+            loop {
+                let unfrozen: Vec<usize> = (0..n).filter(|&i| rate[i].is_nan()).collect();
+                if unfrozen.is_empty() {
+                    break;
+                }
+                let mut best = f64::INFINITY;
+                for (l, &fr) in free.iter().enumerate() {
+                    let c: f64 = unfrozen
+                        .iter()
+                        .filter(|&&i| msgs[i].links.contains(&(l as u32)))
+                        .map(|&i| 1.0 / lat_s[i])
+                        .sum();
+                    if c > 0.0 {
+                        best = best.min(fr / c);
+                    }
+                }
+                // every window binds at level (γ / (2 Σ lat)) · Σ lat = γ / 2
+                best = best.min(TCP_GAMMA / 2.0);
+                for &i in &unfrozen {
+                    let window = TCP_GAMMA / (2.0 * lat_s[i]);
+                    let at_link = msgs[i].links.iter().any(|&l| {
+                        let c: f64 = unfrozen
+                            .iter()
+                            .filter(|&&j| msgs[j].links.contains(&l))
+                            .map(|&j| 1.0 / lat_s[j])
+                            .sum();
+                        free[l as usize] / c <= best * (1.0 + 1e-12)
+                    });
+                    if at_link || window <= best / lat_s[i] * (1.0 + 1e-12) {
+                        rate[i] = (best / lat_s[i]).min(window);
+                    }
+                }
+                for &i in &unfrozen {
+                    if !rate[i].is_nan() {
+                        for &l in &msgs[i].links {
+                            free[l as usize] -= rate[i];
+                        }
+                    }
+                }
+            }
+            for (s, fl) in f.flows.iter().enumerate() {
+                if fl.state != State::Flowing {
+                    continue;
+                }
+                let want = rate[fl.id as usize];
+                assert!(
+                    (fl.rate - want).abs() <= 1e-9 * want,
+                    "slot {s}: rate {} expected {want}",
+                    fl.rate
+                );
+                if fl.rate == fl.bound {
+                    bound_bound += 1;
+                }
+            }
+        }
+        assert!(
+            bound_bound > 20,
+            "the window bound only {bound_bound} flows"
+        );
     }
 
     /// The incremental recomputation against one from scratch after every
