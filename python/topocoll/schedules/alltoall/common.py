@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import SpecError
+from ..arraypattern import Run, TableBuilder
 from ..common import check_count
 from ..ir import OperatorNeeds, RankBuilder, Schedule, block_bounds
 
@@ -181,3 +182,12 @@ def _stage_input(b: RankBuilder, rank: int, p: int) -> None:
     others = tuple(j for j in range(p) if j != rank)
     if others:
         b.copy(others, dst="send", src="data", round=0)
+
+
+def _stage_table(b: TableBuilder, p: int, packets: int = 1) -> None:
+    """:func:`_stage_input` for the ranks of an op table: each rank ``i``
+    copies the blocks of every other destination (``packets`` each), blocks
+    ``0 … i·S − 1`` and ``(i + 1)·S … P·S − 1``, into ``"send"``."""
+    i = b.ranks
+    b.copy(i, [Run(0, i * packets), Run((i + 1) * packets, (p - 1 - i) * packets)], dst="send", src="data",
+           round=0, where=p > 1)
