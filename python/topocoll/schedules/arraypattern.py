@@ -435,7 +435,7 @@ def _run_matrix(runs, shape, keep) -> tuple[np.ndarray, np.ndarray]:
             los.append(np.broadcast_to(np.asarray(r.lo, dtype=np.int64), shape).ravel()[keep][:, None])
             ns.append(np.broadcast_to(np.asarray(r.n, dtype=np.int64), shape).ravel()[keep][:, None])
         else:   # single blocks along the last axis
-            a = np.broadcast_to(r, shape + r.shape[-1:]).reshape(-1, r.shape[-1])[keep]
+            a = np.broadcast_to(r, shape + r.shape[-1:]).reshape(keep.shape[0], r.shape[-1])[keep]
             los.append(a)
             ns.append(np.ones_like(a))
     return np.concatenate(los, axis=1), np.concatenate(ns, axis=1)
@@ -603,7 +603,8 @@ def table_dependencies(tab: OpTable, nbuffers: int, nb: int) -> tuple[np.ndarray
     keep = [(~write) & (prev >= 0), write & (prev >= 0) & (prev != op), (~write) & (nxt < n) & (nxt != op)]
     a = np.concatenate([x[k] for x, k in zip(dep_op, keep)])
     b = np.concatenate([x[k] for x, k in zip(dep_on, keep)])
-    pairs = np.unique(a * big + b)
+    pairs = np.sort(a * big + b)
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]   # np.unique, without its hash pass
     a, b = pairs // big, pairs % big
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(a, minlength=n), out=dep_ptr[1:])

@@ -415,7 +415,7 @@ def test_virtual_mesh_messages_as_in_section_4_2():
 @pytest.mark.parametrize("name, kind", [
     ("direct", TablePattern), ("shift", CirculantPattern), ("pairwise_exchange", CirculantPattern),
     ("randomized", TablePattern), ("bruck", CirculantPattern), ("two_phase_schedule", TablePattern),
-    ("virtual_mesh", RankwisePattern),
+    ("virtual_mesh", TablePattern),
 ])
 def test_each_generator_has_one_pattern(name, kind):
     assert isinstance(GENERATORS[name][0](16).pattern, kind)
