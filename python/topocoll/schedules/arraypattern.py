@@ -219,6 +219,9 @@ def _row_ids(codes: np.ndarray) -> np.ndarray:
 class ArrayPattern:
     """A rank-wise pattern vectorised over classes of ranks (module doc)."""
 
+    #: the op program is scattered round by round (classes recorded once)
+    streams = True
+
     def __init__(self, p: int, classify: Callable[[np.ndarray], np.ndarray],
                  record: Callable[[ArrayBuilder], None]):
         self.p = p
@@ -633,6 +636,9 @@ class TablePattern:
     this is the form for the P a comparison or the verifier reaches (a few
     thousand); the circulant all-to-alls stream any P.
     """
+
+    #: the whole table is built before the first round is yielded
+    streams = False
 
     def __init__(self, p: int, nblocks: int, record: Callable[[TableBuilder], None]):
         self.p, self.nblocks = p, nblocks

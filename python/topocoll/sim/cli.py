@@ -11,6 +11,8 @@ import sys
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
+from ..schedules.registry import lookup
+from ..schedules.sizes import from_bytes
 from ..text import table as _table
 from .engine import (EVENT_MODELS, MAX_EAGER, MAX_PORTS, MAX_WINDOW, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions,
                      NetworkNoise, OsNoise, simulate)
@@ -290,7 +292,11 @@ def cmd_goal(args) -> int:
     sizes = parse_sizes(args.size, option="--size")
     if len(sizes) != 1:
         raise SpecError(f"--size {args.size!r}, expected one size (goal writes one schedule)")
-    sched, _ = build(SimTask(args.collective, args.algorithm, args.procs, sizes[0], parse_params(args.param)))
+    task = SimTask(args.collective, args.algorithm, args.procs, sizes[0], parse_params(args.param))
+    # the text is held whole: the per-rank views' bound, before generating
+    lookup(task.collective, task.algorithm).check_size(task.p, {**from_bytes(task.collective, task.p, task.size),
+                                                                **task.params}, purpose="GOAL text held whole")
+    sched, _ = build(task)
     text = to_goal(sched)
     if args.output:
         try:
