@@ -437,6 +437,8 @@ def cmd_simulate(args) -> int:
                   if args.profile else {})}
         if clean is not None:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
+        if sim.streamed:
+            out["streamed"] = {"peak_ops": sim.peak_ops, "peak_messages": sim.peak_messages}
         print(json.dumps(out, indent=1))
         return 0
     print(f"{sched.label()} on {platform.describe()}")
@@ -448,6 +450,9 @@ def cmd_simulate(args) -> int:
           (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))
     print(f"time {sim.time * 1e6:.3f} µs" + (f" (clean {clean.time * 1e6:.3f} µs, slowdown "
                                             f"{sim.time / clean.time:.4f})" if clean else ""))
+    if sim.streamed:
+        print(f"streamed round by round: at most {sim.peak_ops:,} ops and {sim.peak_messages:,} messages "
+              "held at once")
     profile = profile_of(args)
     if profile is not None and profile.call_overhead():
         print(f"plus {profile.call_overhead() * 1e6:.3f} µs per call of topocoll's plan executor "
