@@ -29,6 +29,13 @@ The views-equal tests (``verify.testing.assert_views_equal``) prove the
 program equal to the one derived from every rank's ``ops_for`` at small P,
 class invariance included. Patterns with O(P) rounds are not the target:
 the program keeps one offset array of P entries per round.
+
+Those (the direct, randomized, two-phase and virtual-mesh all-to-alls, whose
+ranks post O(P) operations each in rank-specific orders) are a
+:class:`TablePattern`: ``record(b)`` records the operations of any set of
+ranks on a :class:`TableBuilder`, many per call as broadcast NumPy arrays;
+one rank for ``ops_for``, every rank for the program, whose dependencies
+come from :func:`table_dependencies` (``RankBuilder``'s rule, vectorised).
 """
 
 from __future__ import annotations
@@ -390,7 +397,7 @@ class TableBuilder:
     def __init__(self, ranks: np.ndarray, nblocks: int):
         self.ranks = np.asarray(ranks, dtype=np.int64)
         self.nblocks = int(nblocks)
-        self.calls: list[dict] = []
+        self.calls: list[_Call] = []
 
     def send(self, rank, peer, blocks, *, buf="data", round, tag=None, where=True) -> None:
         self._add("send", rank, peer, round, tag, buf, buf, blocks, blocks, where)
@@ -418,8 +425,23 @@ class TableBuilder:
             if d_lo.shape[1] != s_lo.shape[1]:
                 raise ScheduleError(f"TableBuilder.{kind}: {d_lo.shape[1]} blocks written against "
                                     f"{s_lo.shape[1]} read, expected equal")
-        self.calls.append(dict(kind=KIND_CODES[kind], rank=flat[0], peer=flat[1], round=flat[2], tag=flat[3],
-                               buf=buf, src_buf=src_buf, d=d_lo, s=s_lo, n=d_n))
+        self.calls.append(_Call(KIND_CODES[kind], flat[0], flat[1], flat[2], flat[3], buf, src_buf, d_lo, s_lo, d_n))
+
+
+@dataclass(slots=True)
+class _Call:
+    """One :class:`TableBuilder` call: a row per op, runs as ``(rows, U)`` arrays."""
+
+    kind: int
+    rank: np.ndarray
+    peer: np.ndarray
+    round: np.ndarray
+    tag: np.ndarray
+    buf: str
+    src_buf: str
+    d: np.ndarray      # first block written (sent, for a send) of each run
+    s: np.ndarray      # first block read of each run (a receive's: the sender's naming)
+    n: np.ndarray      # blocks per run (0: no run)
 
 
 def _table_runs(blocks) -> list:
@@ -507,16 +529,15 @@ def build_table(b: TableBuilder, buffers: dict[str, int]) -> OpTable:
     cols = {k: [] for k in ("round", "rank", "kind", "peer", "tag", "buf", "src_buf", "seq", "pos", "cnt")}
     run_parts: list[tuple] = []
     for seq, call in enumerate(b.calls):
-        rows = call["rank"].shape[0]
-        counts, runs = _canonical_table_runs(call["d"], call["s"], call["n"], nb)
-        cols["round"].append(call["round"])
-        cols["rank"].append(call["rank"])
-        cols["kind"].append(np.full(rows, call["kind"], dtype=np.int8))
-        cols["peer"].append(call["peer"])
-        cols["tag"].append(call["tag"] if call["kind"] in (KIND_CODES["send"], KIND_CODES["recv"])
-                           else np.full(rows, -1, dtype=np.int64))
-        cols["buf"].append(np.full(rows, buffers[call["buf"]], dtype=np.int16))
-        cols["src_buf"].append(np.full(rows, buffers[call["src_buf"]], dtype=np.int16))
+        rows = call.rank.shape[0]
+        counts, runs = _canonical_table_runs(call.d, call.s, call.n, nb)
+        cols["round"].append(call.round)
+        cols["rank"].append(call.rank)
+        cols["kind"].append(np.full(rows, call.kind, dtype=np.int8))
+        cols["peer"].append(call.peer)
+        cols["tag"].append(call.tag)
+        cols["buf"].append(np.full(rows, buffers[call.buf], dtype=np.int16))
+        cols["src_buf"].append(np.full(rows, buffers[call.src_buf], dtype=np.int16))
         cols["seq"].append(np.full(rows, seq, dtype=np.int64))
         cols["pos"].append(np.arange(rows, dtype=np.int64))
         cols["cnt"].append(counts)
@@ -658,8 +679,8 @@ class TablePattern:
         if self._buffers is None:
             names = {"data": None}
             for call in self._builder(np.zeros(0, dtype=np.int64)).calls:
-                names.setdefault(call["buf"])
-                names.setdefault(call["src_buf"])
+                names.setdefault(call.buf)
+                names.setdefault(call.src_buf)
             self._buffers = tuple(names)
         return self._buffers
 
