@@ -28,7 +28,7 @@ from topocoll.schedules.alltoall_cost import (
     peak_time, two_phase_torus_time, virtual_mesh_torus_time,
 )
 from topocoll.schedules.arraypattern import TablePattern
-from topocoll.schedules.pattern import CirculantPattern, RankwisePattern
+from topocoll.schedules.pattern import CirculantPattern
 from topocoll.schedules.program import COPY, RECV, SEND, concatenate
 from topocoll.verify import execute, serial_reference, verify
 from topocoll.verify.replay import match
