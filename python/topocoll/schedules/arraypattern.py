@@ -693,16 +693,19 @@ class TablePattern:
         names = self.buffers()
         tab = build_table(self._builder([rank]), self._index())
         b = RankBuilder()
-        for row in range(len(tab)):
-            dst, src = _row_blocks(tab, row, self.nblocks)
-            kind, rnd = int(tab.kind[row]), int(tab.round[row])
-            buf, sbuf = names[tab.buf[row]], names[tab.src_buf[row]]
-            if kind == KIND_CODES["send"]:
-                b.send(int(tab.peer[row]), dst, buf=buf, round=rnd, tag=int(tab.tag[row]))
-            elif kind == KIND_CODES["recv"]:
-                b.recv(int(tab.peer[row]), src, buf=buf, into=dst, round=rnd, tag=int(tab.tag[row]))
+        send, recv = KIND_CODES["send"], KIND_CODES["recv"]
+        runs = [c.tolist() for c in tab.runs]
+        ptr = tab.run_ptr.tolist()
+        for row, (kind, rnd, peer, tag, buf, sbuf) in enumerate(zip(
+                tab.kind.tolist(), tab.round.tolist(), tab.peer.tolist(), tab.tag.tolist(), tab.buf.tolist(),
+                tab.src_buf.tolist())):
+            dst, src = _row_blocks(runs, ptr[row], ptr[row + 1], self.nblocks)
+            if kind == send:
+                b.send(peer, dst, buf=names[buf], round=rnd, tag=tag)
+            elif kind == recv:
+                b.recv(peer, src, buf=names[buf], into=dst, round=rnd, tag=tag)
             else:
-                b.copy(dst, dst=buf, src=sbuf, src_blocks=src, round=rnd)
+                b.copy(dst, dst=names[buf], src=names[sbuf], src_blocks=src, round=rnd)
         return b.ops
 
     def all_ops(self) -> list[list[Op]]:
@@ -741,12 +744,18 @@ class TablePattern:
                           dep_ptr[lo:hi + 1] - d0, dep_idx[d0:d1], nblocks=nb)
 
 
-def _row_blocks(tab: OpTable, row: int, nb: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Blocks written and read by one row, in order (runs expanded)."""
+def _row_blocks(runs: list[list[int]], lo: int, hi: int, nb: int):
+    """Blocks written and read by the op whose runs are ``lo:hi`` (run
+    columns as lists), in order, as tuples (the per-rank descriptions these
+    tables replaced gave tuples)."""
+    if hi == lo + 1 and runs[3][lo] == 1:
+        d, s, n = runs[0][lo], runs[1][lo], runs[2][lo]
+        if d + n <= nb and s + n <= nb:
+            return tuple(range(d, d + n)), tuple(range(s, s + n))
     dst: list[int] = []
     src: list[int] = []
-    for j in range(int(tab.run_ptr[row]), int(tab.run_ptr[row + 1])):
-        d0, s0, n, count, sd, ss = (int(c[j]) for c in tab.runs)
+    for j in range(lo, hi):
+        d0, s0, n, count, sd, ss = (c[j] for c in runs)
         for c in range(count):
             d, s = d0 + c * sd, s0 + c * ss
             dst.extend((d + k) % nb for k in range(n))
