@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from topocoll.cli import main
+from topocoll.schedules import registry
+from topocoll.sim import engine
 
 
 def run(capsys, *argv):
@@ -115,11 +117,34 @@ def test_rail_reaches_the_node_order_of_simulate_and_compare(capsys):
 def test_lockstep_path_passes_the_per_rank_view_limit(capsys):
     """Shift all-to-all on P=2100 (4,407,900 messages, over the 2^22 limit of a
     per-rank view): the congestion model's lockstep path builds no view and
-    runs; with sync=deps or a timeline it would build the op program: refused."""
+    runs."""
     argv = ["simulate", "alltoall", "shift", "-P", "2100", "--size", "4K", "--model", "congestion"]
     code, out, err = run(capsys, *argv, "--sync", "rounds")
     assert code == 0, err
     assert "4407900 messages" in out
-    for extra in ([], ["--sync", "rounds", "--trace", "/nonexistent/t.json"]):
-        code, out, err = run(capsys, *argv, *extra)
-        assert code == 2 and "expected at most 4194304 for a per-rank view" in err, err
+
+
+@pytest.mark.parametrize("model", ["loggops", "flow"])
+def test_simulate_asks_for_the_program_view_only(capsys, monkeypatch, model):
+    """With the per-rank views' bound lowered to 1,000 messages, the shift
+    all-to-all on P = 64 (4,032 messages) is refused by verify, show and goal,
+    which build per-rank views or hold the whole text, and runs under
+    simulate, which reads its op program streamed round by round (bounded by
+    the simulator's memory estimate; issue 26). The direct all-to-all's op
+    table is built whole before its first round: it keeps the bound."""
+    monkeypatch.setattr(registry, "MAX_PER_RANK_MESSAGES", 1000)
+    monkeypatch.setattr(engine, "STREAM_ABOVE", 0)
+    for verb in (["verify"], ["show"]):
+        code, _, err = run(capsys, *verb, "alltoall", "shift", "-P", "64")
+        assert code == 2 and "up to 4032 messages, expected at most 1000 for a per-rank view" in err, err
+    code, _, err = run(capsys, "goal", "alltoall", "shift", "-P", "64", "--size", "4K")
+    assert code == 2 and "expected at most 1000 for GOAL text held whole" in err, err
+    argv = ["alltoall", "-P", "64", "--size", "4K", "--topology", "kary:8,2", "--model", model, "--sync", "rounds"]
+    code, out, err = run(capsys, "simulate", argv[0], "shift", *argv[1:], "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["messages"] == 64 * 63 and res["streamed"]["peak_ops"] > 0
+    code, out, err = run(capsys, "simulate", argv[0], "shift", *argv[1:])
+    assert code == 0 and "streamed round by round" in out, err
+    code, _, err = run(capsys, "simulate", argv[0], "direct", *argv[1:])
+    assert code == 2 and "expected at most 1000 for an op program built whole before its first round" in err, err

@@ -29,6 +29,13 @@ The views-equal tests (``verify.testing.assert_views_equal``) prove the
 program equal to the one derived from every rank's ``ops_for`` at small P,
 class invariance included. Patterns with O(P) rounds are not the target:
 the program keeps one offset array of P entries per round.
+
+Those (the direct, randomized, two-phase and virtual-mesh all-to-alls, whose
+ranks post O(P) operations each in rank-specific orders) are a
+:class:`TablePattern`: ``record(b)`` records the operations of any set of
+ranks on a :class:`TableBuilder`, many per call as broadcast NumPy arrays;
+one rank for ``ops_for``, every rank for the program, whose dependencies
+come from :func:`table_dependencies` (``RankBuilder``'s rule, vectorised).
 """
 
 from __future__ import annotations
@@ -219,6 +226,9 @@ def _row_ids(codes: np.ndarray) -> np.ndarray:
 class ArrayPattern:
     """A rank-wise pattern vectorised over classes of ranks (module doc)."""
 
+    #: the op program is scattered round by round (classes recorded once)
+    streams = True
+
     def __init__(self, p: int, classify: Callable[[np.ndarray], np.ndarray],
                  record: Callable[[ArrayBuilder], None]):
         self.p = p
@@ -372,3 +382,394 @@ class ArrayPattern:
             nbytes = run_bytes(block_bytes, run_ptr, run_cols[0], run_cols[2], run_cols[3], run_cols[4])
             yield OpChunk(t, base[t], rank, kind, peer, tag, buf, sbuf, side, nbytes,
                           run_ptr, *run_cols, dep_ptr, dep_idx, nblocks=nb)
+
+
+# ---- rank-wise patterns with O(P) rounds: one op table -----------------------------
+
+class TableBuilder:
+    """Records the operations of ``ranks`` as rows of NumPy arrays (issue 26).
+
+    For rank-wise patterns whose ranks differ in *when* they do things, not
+    only in peers and blocks: the direct, randomized and two-phase
+    all-to-alls, whose ranks each post ``O(P)`` operations over ``O(P)``
+    rounds in rank-specific orders, so no class of ranks shares one op list
+    (:class:`ArrayPattern`). Each call records many operations at once:
+    ``rank``, ``peer``, ``round`` and the blocks are arrays broadcast together
+    (``where`` drops entries), so one call may hold every rank's sends over
+    every round. A rank posts its operations by round, then call order, then
+    position within the call (row-major after broadcasting).
+
+    Blocks are a :class:`Run`, a list of runs (``n = 0`` drops a run on that
+    entry), or an integer array whose last axis lists single blocks. A
+    receive's ``blocks`` are the sender's naming, ``into`` where they land;
+    when the two are laid out differently both must have a fixed number of
+    blocks, paired in order (as :class:`~.dataflow.RankBuilder` pairs them).
+    """
+
+    def __init__(self, ranks: np.ndarray, nblocks: int):
+        self.ranks = np.asarray(ranks, dtype=np.int64)
+        self.nblocks = int(nblocks)
+        self.calls: list[_Call] = []
+
+    def send(self, rank, peer, blocks, *, buf="data", round, tag=None, where=True) -> None:
+        self._add("send", rank, peer, round, tag, buf, buf, blocks, blocks, where)
+
+    def recv(self, rank, peer, blocks, *, buf="data", into=None, round, tag=None, where=True) -> None:
+        self._add("recv", rank, peer, round, tag, buf, buf, blocks if into is None else into, blocks, where)
+
+    def copy(self, rank, blocks, *, dst, src, src_blocks=None, round, where=True) -> None:
+        self._add("copy", rank, -1, round, -1, dst, src, blocks, blocks if src_blocks is None else src_blocks,
+                  where)
+
+    def _add(self, kind, rank, peer, rnd, tag, buf, src_buf, dst_blocks, src_blocks, where) -> None:
+        dst, src = _table_runs(dst_blocks), _table_runs(src_blocks)
+        fields = [rank, peer, rnd, rnd if tag is None else tag, where]
+        shape = np.broadcast_shapes(*(np.shape(x) for x in fields),
+                                    *(np.shape(x)[:-1] for x in dst + src if isinstance(x, np.ndarray)),
+                                    *(np.shape(v) for r in dst + src if isinstance(r, Run) for v in (r.lo, r.n)))
+        keep = np.broadcast_to(np.asarray(where, dtype=bool), shape).ravel()
+        flat = [np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()[keep] for x in fields[:4]]
+        d_lo, d_n = _run_matrix(dst, shape, keep)
+        s_lo, s_n = _run_matrix(src, shape, keep)
+        if d_lo.shape[1] != s_lo.shape[1] or not np.array_equal(d_n, s_n):
+            d_lo, d_n = _unit_blocks(d_lo, d_n, kind)
+            s_lo, s_n = _unit_blocks(s_lo, s_n, kind)
+            if d_lo.shape[1] != s_lo.shape[1]:
+                raise ScheduleError(f"TableBuilder.{kind}: {d_lo.shape[1]} blocks written against "
+                                    f"{s_lo.shape[1]} read, expected equal")
+        self.calls.append(_Call(KIND_CODES[kind], flat[0], flat[1], flat[2], flat[3], buf, src_buf, d_lo, s_lo, d_n))
+
+
+@dataclass(slots=True)
+class _Call:
+    """One :class:`TableBuilder` call: a row per op, runs as ``(rows, U)`` arrays."""
+
+    kind: int
+    rank: np.ndarray
+    peer: np.ndarray
+    round: np.ndarray
+    tag: np.ndarray
+    buf: str
+    src_buf: str
+    d: np.ndarray      # first block written (sent, for a send) of each run
+    s: np.ndarray      # first block read of each run (a receive's: the sender's naming)
+    n: np.ndarray      # blocks per run (0: no run)
+
+
+def _table_runs(blocks) -> list:
+    if isinstance(blocks, Run):
+        return [blocks]
+    if isinstance(blocks, (list, tuple)) and all(isinstance(x, Run) for x in blocks):
+        return list(blocks)
+    return [np.asarray(blocks, dtype=np.int64)]
+
+
+def _run_matrix(runs, shape, keep) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, n)`` as ``(rows, U)`` arrays of the kept entries."""
+    los, ns = [], []
+    for r in runs:
+        if isinstance(r, Run):
+            los.append(np.broadcast_to(np.asarray(r.lo, dtype=np.int64), shape).ravel()[keep][:, None])
+            ns.append(np.broadcast_to(np.asarray(r.n, dtype=np.int64), shape).ravel()[keep][:, None])
+        else:   # single blocks along the last axis
+            a = np.broadcast_to(r, shape + r.shape[-1:]).reshape(keep.shape[0], r.shape[-1])[keep]
+            los.append(a)
+            ns.append(np.ones_like(a))
+    return np.concatenate(los, axis=1), np.concatenate(ns, axis=1)
+
+
+def _unit_blocks(lo: np.ndarray, n: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of a fixed length per column, expanded into single blocks."""
+    if lo.shape[0] == 0:
+        return np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0), dtype=np.int64)
+    if not (n == n[:1]).all():
+        raise ScheduleError(f"TableBuilder.{kind}: runs of varying length laid out differently "
+                            "in blocks and into, expected equal layouts or fixed lengths")
+    cols = [lo[:, [u]] + np.arange(int(n[0, u]))[None, :] for u in range(lo.shape[1])]
+    out = np.concatenate(cols, axis=1) if cols else lo[:, :0]
+    return out, np.ones_like(out)
+
+
+def _canonical_table_runs(d: np.ndarray, s: np.ndarray, n: np.ndarray, nb: int):
+    """:func:`~.program.canonical_runs` of rows whose runs may be empty
+    (``n = 0``): ``(counts, six columns)`` in row order."""
+    rows = d.shape[0]
+    nonempty = n > 0
+    order = np.argsort(~nonempty, axis=1, kind="stable")   # non-empty runs first, in order
+    d, s, n = (np.take_along_axis(x, order, axis=1) for x in (d, s, n))
+    width = nonempty.sum(axis=1)
+    counts = np.zeros(rows, dtype=np.int64)
+    parts = []
+    for k in np.unique(width):
+        sel = np.flatnonzero(width == k)
+        if k == 0:
+            continue
+        c, cols = canonical_runs(d[sel, :k], s[sel, :k], n[sel, :k], nb)
+        counts[sel] = c
+        parts.append((np.repeat(sel, c), cols))
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return counts, (z,) * 6
+    row_of = np.concatenate([r for r, _ in parts])
+    order = np.argsort(row_of, kind="stable")
+    return counts, tuple(np.concatenate([cols[c] for _, cols in parts])[order] for c in range(6))
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Operations of many ranks as columns in program order (round, rank,
+    posting order): the columns of :class:`~.program.OpChunk` with ``round``
+    per row and run CSR; dependencies are local (see :func:`table_dependencies`)."""
+
+    round: np.ndarray
+    rank: np.ndarray
+    kind: np.ndarray
+    peer: np.ndarray
+    tag: np.ndarray
+    buf: np.ndarray
+    src_buf: np.ndarray
+    run_ptr: np.ndarray
+    runs: tuple   # run_dst, run_src, run_len, run_count, run_dst_stride, run_src_stride
+
+    def __len__(self) -> int:
+        return int(self.rank.shape[0])
+
+
+def build_table(b: TableBuilder, buffers: dict[str, int]) -> OpTable:
+    """The builder's rows in program order, blocks as canonical strided runs."""
+    nb = b.nblocks
+    cols = {k: [] for k in ("round", "rank", "kind", "peer", "tag", "buf", "src_buf", "seq", "pos", "cnt")}
+    run_parts: list[tuple] = []
+    for seq, call in enumerate(b.calls):
+        rows = call.rank.shape[0]
+        counts, runs = _canonical_table_runs(call.d, call.s, call.n, nb)
+        cols["round"].append(call.round)
+        cols["rank"].append(call.rank)
+        cols["kind"].append(np.full(rows, call.kind, dtype=np.int8))
+        cols["peer"].append(call.peer)
+        cols["tag"].append(call.tag)
+        cols["buf"].append(np.full(rows, buffers[call.buf], dtype=np.int16))
+        cols["src_buf"].append(np.full(rows, buffers[call.src_buf], dtype=np.int16))
+        cols["seq"].append(np.full(rows, seq, dtype=np.int64))
+        cols["pos"].append(np.arange(rows, dtype=np.int64))
+        cols["cnt"].append(counts)
+        run_parts.append(runs)
+    flat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+    order = np.lexsort((flat["pos"], flat["seq"], flat["rank"], flat["round"]))
+    cnt = flat["cnt"]
+    starts = np.concatenate(([0], np.cumsum(cnt)))[:-1]
+    run_rows = _gather(starts[order], cnt[order])
+    runs = tuple(np.concatenate([r[c] for r in run_parts])[run_rows] if run_parts else np.zeros(0, np.int64)
+                 for c in range(6))
+    run_ptr = np.concatenate(([0], np.cumsum(cnt[order]))).astype(np.int64)
+    return OpTable(flat["round"][order], flat["rank"][order], flat["kind"][order].astype(np.int8),
+                   flat["peer"][order], flat["tag"][order], flat["buf"][order].astype(np.int16),
+                   flat["src_buf"][order].astype(np.int16), run_ptr, runs)
+
+
+def _gather(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ptr = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    return np.repeat(starts - ptr, counts) + np.arange(total, dtype=np.int64)
+
+
+def _expand_runs(tab: OpTable, ops: np.ndarray, which: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(op, block)`` of every block the runs of ``ops`` touch: ``which`` 0
+    for the written / sent side (``run_dst``), 1 for the side read by a copy."""
+    counts = tab.run_ptr[ops + 1] - tab.run_ptr[ops]
+    runs = _gather(tab.run_ptr[ops], counts)
+    run_op = np.repeat(ops, counts)
+    start, length, pieces = tab.runs[which][runs], tab.runs[2][runs], tab.runs[3][runs]
+    stride = tab.runs[4 + which][runs]
+    size = length * pieces
+    idx = _gather(np.zeros_like(size), size)
+    r = np.repeat(np.arange(runs.shape[0]), size)
+    block = (start[r] + (idx // length[r]) * stride[r] + idx % length[r]) % nb
+    return run_op[r], block
+
+
+def table_dependencies(tab: OpTable, nbuffers: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """The data-flow dependencies of every op of ``tab`` as a CSR of row ids
+    (``dep_ptr``, ``dep_idx``, sorted per op): the rule of
+    :class:`~.dataflow.RankBuilder`, vectorised over ranks.
+
+    Every block an op touches is one access ``(rank, buffer, block)``; sorted
+    by access key, then op, reads before writes, an op depends on the last
+    earlier write of each block it reads or writes (read-after-write,
+    write-after-write) and a write on every read since that write
+    (write-after-read: each read gives one edge, to the next write of its
+    block). The views-equal tests hold it equal to ``RankBuilder`` on every
+    rank's ops (``schedules/tests/test_alltoall.py``).
+    """
+    n = len(tab)
+    ids = np.arange(n, dtype=np.int64)
+    send, recv, copy = (tab.kind == KIND_CODES[k] for k in ("send", "recv", "copy"))
+    if (~(send | recv | copy)).any():
+        raise ScheduleError("op table: reductions are not supported, expected sends, receives and copies")
+    parts = []
+    for ops, which, bufcol, write in ((ids[send], 0, tab.buf, 0), (ids[copy], 1, tab.src_buf, 0),
+                                      (ids[recv], 0, tab.buf, 1), (ids[copy], 0, tab.buf, 1)):
+        op, block = _expand_runs(tab, ops, which, nb)
+        key = (tab.rank[op] * nbuffers + bufcol[op]) * nb + block
+        parts.append((key, op, np.full(op.shape[0], write, dtype=np.int8)))
+    key, op, write = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((write, op, key))
+    key, op, write = key[order], op[order], write[order].astype(bool)
+    m = key.shape[0]
+    if m == 0:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    new = np.concatenate(([True], key[1:] != key[:-1]))
+    seg = np.cumsum(new) - 1
+    big = n + 1
+    # last write at or before each access, per key (segmented running maximum)
+    last = np.maximum.accumulate(seg * big + np.where(write, op + 1, 0)) - seg * big - 1
+    prev = np.concatenate(([-1], last[:-1]))
+    prev[new] = -1                          # strictly earlier in the same key
+    # the next write strictly after each access, in the same key
+    at = np.minimum.accumulate(np.where(write, np.arange(m), m)[::-1])[::-1]   # first write at or after
+    after = np.concatenate((at[1:], [m]))
+    valid = after < m
+    valid[valid] = seg[after[valid]] == seg[valid]
+    nxt = np.full(m, n, dtype=np.int64)
+    nxt[valid] = op[after[valid]]
+    dep_op = [op, op, nxt]
+    dep_on = [prev, prev, op]
+    keep = [(~write) & (prev >= 0), write & (prev >= 0) & (prev != op), (~write) & (nxt < n) & (nxt != op)]
+    a = np.concatenate([x[k] for x, k in zip(dep_op, keep)])
+    b = np.concatenate([x[k] for x, k in zip(dep_on, keep)])
+    pairs = np.sort(a * big + b)
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]   # np.unique, without its hash pass
+    a, b = pairs // big, pairs % big
+    dep_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(a, minlength=n), out=dep_ptr[1:])
+    return dep_ptr, b
+
+
+#: Programs of at most this many ops stay cached in their pattern after the
+#: first pass (a comparison reads one program twice: the model and the report).
+TABLE_CACHE_OPS = 1 << 22
+
+
+class TablePattern:
+    """A rank-wise pattern recorded as one op table (:class:`TableBuilder`).
+
+    ``record(b)`` records the operations of the ranks ``b.ranks`` (any subset)
+    with NumPy; every view derives from it:
+
+    - ``ops_for(rank)``: the table of that one rank, its dependencies by
+      :class:`~.dataflow.RankBuilder` (exact, one rank's work: ``O(P)`` for
+      the all-to-alls);
+    - ``chunks(block_bytes)``: the table of every rank, its dependencies by
+      :func:`table_dependencies` (the same rule, vectorised), split by round:
+      no Python object per operation.
+
+    The table holds the whole program (``O(P²)`` rows for an all-to-all), so
+    this is the form for the P a comparison or the verifier reaches (a few
+    thousand); the circulant all-to-alls stream any P.
+    """
+
+    #: the whole table is built before the first round is yielded
+    streams = False
+
+    def __init__(self, p: int, nblocks: int, record: Callable[[TableBuilder], None]):
+        self.p, self.nblocks = p, nblocks
+        self._record = record
+        self._ops: list[list[Op]] | None = None
+        self._program = None
+        self._buffers: tuple[str, ...] | None = None
+
+    def _builder(self, ranks) -> TableBuilder:
+        b = TableBuilder(np.asarray(ranks, dtype=np.int64), self.nblocks)
+        self._record(b)
+        return b
+
+    def buffers(self) -> tuple[str, ...]:
+        """Buffer names in call order, ``data`` first (every call is recorded
+        for any set of ranks, so the names do not depend on it)."""
+        if self._buffers is None:
+            names = {"data": None}
+            for call in self._builder(np.zeros(0, dtype=np.int64)).calls:
+                names.setdefault(call.buf)
+                names.setdefault(call.src_buf)
+            self._buffers = tuple(names)
+        return self._buffers
+
+    def _index(self) -> dict[str, int]:
+        return {name: k for k, name in enumerate(self.buffers())}
+
+    def ops_for(self, rank: int) -> list[Op]:
+        if self._ops is not None:
+            return self._ops[rank]
+        names = self.buffers()
+        tab = build_table(self._builder([rank]), self._index())
+        b = RankBuilder()
+        send, recv = KIND_CODES["send"], KIND_CODES["recv"]
+        runs = [c.tolist() for c in tab.runs]
+        ptr = tab.run_ptr.tolist()
+        for row, (kind, rnd, peer, tag, buf, sbuf) in enumerate(zip(
+                tab.kind.tolist(), tab.round.tolist(), tab.peer.tolist(), tab.tag.tolist(), tab.buf.tolist(),
+                tab.src_buf.tolist())):
+            dst, src = _row_blocks(runs, ptr[row], ptr[row + 1], self.nblocks)
+            if kind == send:
+                b.send(peer, dst, buf=names[buf], round=rnd, tag=tag)
+            elif kind == recv:
+                b.recv(peer, src, buf=names[buf], into=dst, round=rnd, tag=tag)
+            else:
+                b.copy(dst, dst=names[buf], src=names[sbuf], src_blocks=src, round=rnd)
+        return b.ops
+
+    def all_ops(self) -> list[list[Op]]:
+        if self._ops is None:
+            self._ops = [self.ops_for(r) for r in range(self.p)]
+        return self._ops
+
+    def table(self) -> tuple[OpTable, np.ndarray, np.ndarray]:
+        """Every rank's table and its dependencies ``(table, dep_ptr, dep_idx)``."""
+        if self._program is not None:
+            return self._program
+        tab = build_table(self._builder(np.arange(self.p, dtype=np.int64)), self._index())
+        out = (tab, *table_dependencies(tab, len(self.buffers()), self.nblocks))
+        if len(tab) <= TABLE_CACHE_OPS:
+            self._program = out
+        return out
+
+    def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
+        nb = len(block_bytes)
+        if nb != self.nblocks:
+            raise ScheduleError(f"op table: {self.nblocks} blocks, block_bytes gives {nb}, expected equal")
+        tab, dep_ptr, dep_idx = self.table()
+        cuts = np.flatnonzero(np.diff(tab.round)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(tab)]))):
+            lo, hi = int(lo), int(hi)
+            if hi <= lo:
+                continue
+            r0, r1 = int(tab.run_ptr[lo]), int(tab.run_ptr[hi])
+            run_ptr = tab.run_ptr[lo:hi + 1] - r0
+            runs = [c[r0:r1] for c in tab.runs]
+            d0, d1 = int(dep_ptr[lo]), int(dep_ptr[hi])
+            nbytes = run_bytes(block_bytes, run_ptr, runs[0], runs[2], runs[3], runs[4])
+            yield OpChunk(int(tab.round[lo]), lo, tab.rank[lo:hi], tab.kind[lo:hi], tab.peer[lo:hi],
+                          tab.tag[lo:hi], tab.buf[lo:hi], tab.src_buf[lo:hi],
+                          np.full(hi - lo, -1, dtype=np.int8), nbytes, run_ptr, *runs,
+                          dep_ptr[lo:hi + 1] - d0, dep_idx[d0:d1], nblocks=nb)
+
+
+def _row_blocks(runs: list[list[int]], lo: int, hi: int, nb: int):
+    """Blocks written and read by the op whose runs are ``lo:hi`` (run
+    columns as lists), in order, as tuples (the per-rank descriptions these
+    tables replaced gave tuples)."""
+    if hi == lo + 1 and runs[3][lo] == 1:
+        d, s, n = runs[0][lo], runs[1][lo], runs[2][lo]
+        if d + n <= nb and s + n <= nb:
+            return tuple(range(d, d + n)), tuple(range(s, s + n))
+    dst: list[int] = []
+    src: list[int] = []
+    for j in range(lo, hi):
+        d0, s0, n, count, sd, ss = (c[j] for c in runs)
+        for c in range(count):
+            d, s = d0 + c * sd, s0 + c * ss
+            dst.extend((d + k) % nb for k in range(n))
+            src.extend((s + k) % nb for k in range(n))
+    return tuple(dst), tuple(src)

@@ -73,6 +73,9 @@ class Pattern(Protocol):
 class OpsPattern:
     """Explicit per-rank op lists, built once on first use by ``build()``."""
 
+    #: the op program is derived from every rank's op list, all built first
+    streams = False
+
     def __init__(self, p: int, build: Callable[[], list[list[Op]]]):
         self.p = p
         self._build = build
@@ -179,6 +182,9 @@ class Circulant:
 
 class CirculantPattern:
     """A :class:`Circulant` template bound to ``p`` ranks and ``nblocks``."""
+
+    #: the op program is produced round by round (rank 0's ops, tiled)
+    streams = True
 
     def __init__(self, template: Circulant, p: int, nblocks: int):
         if template.group == XOR and p & (p - 1):

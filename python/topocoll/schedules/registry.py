@@ -250,15 +250,31 @@ class AlgorithmInfo:
                 return p * int(terms.alpha) + extra
         return p * p * packets + extra
 
-    def check_size(self, p, params: dict | None = None, *, limit: int = MAX_PER_RANK_MESSAGES,
+    def check_size(self, p, params: dict | None = None, *, limit: int | None = None,
                    purpose: str = "a per-rank view (verify, show)") -> int:
         """Refuse, before generating, a schedule whose :meth:`message_bound`
-        passes ``limit``; returns the bound."""
+        passes ``limit`` (default :data:`MAX_PER_RANK_MESSAGES`); returns the bound."""
+        limit = MAX_PER_RANK_MESSAGES if limit is None else limit
         bound = self.message_bound(p, params)
         if bound > limit:
             raise SpecError(f"{self.label} on P={int(p)}: up to {bound} messages, expected at most {limit} "
                             f"for {purpose}: choose a smaller P")
         return bound
+
+    def program_schedule(self, p, params: dict | None = None) -> Schedule:
+        """The schedule for its op program view alone (``simulate``): no
+        per-rank view is built, so a program that streams round by round
+        (``schedule.pattern.streams``: circulant and array patterns) is bounded
+        only by the simulator's memory estimate (``sim.engine.check_memory``,
+        before any work), at any P up to :data:`MAX_P`. A program built whole
+        before its first round (per-rank op lists, op tables) keeps the
+        per-rank views' bound (:meth:`check_size`), checked after generating:
+        patterns build nothing until first asked."""
+        checked = self.check(p, params)
+        schedule = self.func(int(p), **checked)
+        if not schedule.pattern.streams:
+            self.check_size(p, checked, purpose="an op program built whole before its first round")
+        return schedule
 
     def counted_cost(self, p, params: dict | None = None, nbytes: int = 8, *, itemsize: int = 1) -> CostTerms:
         """The α-β-γ coefficients counted from the generated schedule's rounds."""

@@ -11,6 +11,8 @@ import sys
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
+from ..schedules.registry import lookup
+from ..schedules.sizes import from_bytes
 from ..text import table as _table
 from .engine import (EVENT_MODELS, MAX_EAGER, MAX_PORTS, MAX_WINDOW, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions,
                      NetworkNoise, OsNoise, simulate)
@@ -300,7 +302,11 @@ def cmd_goal(args) -> int:
     sizes = parse_sizes(args.size, option="--size")
     if len(sizes) != 1:
         raise SpecError(f"--size {args.size!r}, expected one size (goal writes one schedule)")
-    sched, _ = build(SimTask(args.collective, args.algorithm, args.procs, sizes[0], parse_params(args.param)))
+    task = SimTask(args.collective, args.algorithm, args.procs, sizes[0], parse_params(args.param))
+    # the text is held whole: the per-rank views' bound, before generating
+    lookup(task.collective, task.algorithm).check_size(task.p, {**from_bytes(task.collective, task.p, task.size),
+                                                                **task.params}, purpose="GOAL text held whole")
+    sched, _ = build(task)
     text = to_goal(sched)
     if args.output:
         try:
@@ -457,6 +463,8 @@ def cmd_simulate(args) -> int:
                   if args.profile else {})}
         if clean is not None:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
+        if sim.streamed:
+            out["streamed"] = {"peak_ops": sim.peak_ops, "peak_messages": sim.peak_messages}
         print(json.dumps(out, indent=1))
         return 0
     print(f"{sched.label()} on {platform.describe()}")
@@ -468,6 +476,9 @@ def cmd_simulate(args) -> int:
           (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))
     print(f"time {sim.time * 1e6:.3f} µs" + (f" (clean {clean.time * 1e6:.3f} µs, slowdown "
                                             f"{sim.time / clean.time:.4f})" if clean else ""))
+    if sim.streamed:
+        print(f"streamed round by round: at most {sim.peak_ops:,} ops and {sim.peak_messages:,} messages "
+              "held at once")
     profile = profile_of(args)
     if profile is not None and profile.call_overhead():
         print(f"plus {profile.call_overhead() * 1e6:.3f} µs per call of topocoll's plan executor "

@@ -75,21 +75,21 @@ def platform_for(p: int, *, topology: str | None, routing: str | None = None, or
 def build(task: SimTask, *, trace: bool = False):
     """(schedule, platform) of a task; ``trace``: the run records a timeline.
 
-    The per-rank-view size limit (:meth:`~topocoll.schedules.registry.AlgorithmInfo.check_size`)
-    applies only where the run builds one (the op program): the congestion
-    model's lockstep path (:func:`.engine.lockstep_applies`) builds none, so a
-    circulant schedule over any P runs there (a timeline or OS noise takes the
-    event loop, hence the limit)."""
+    A simulation reads the op program only, so the schedule is asked for that
+    view (:meth:`~topocoll.schedules.registry.AlgorithmInfo.program_schedule`):
+    a program that streams is bounded by the simulator's memory estimate
+    alone (``simulate`` refuses, before any work, a run that would not fit),
+    one built whole by the per-rank views' bound, unless the congestion
+    model's lockstep path (:func:`.engine.lockstep_applies`), which builds no
+    program, takes the run."""
     info = lookup(task.collective, task.algorithm)
     params = {**from_bytes(task.collective, task.p, task.size), **task.params}
     try:
-        info.check_size(task.p, params)
+        sched = info.program_schedule(task.p, params)
     except SpecError as too_large:
         sched = _lockstep_schedule(task, info, params, trace=trace)
         if sched is None:
             raise too_large from None
-    else:
-        sched = info.generate(task.p, **params)
     return sched, platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
                                order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
                                reduce_bandwidth=task.reduce_bandwidth, rail=task.rail)

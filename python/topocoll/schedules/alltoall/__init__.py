@@ -42,8 +42,12 @@ view derives from it and dependencies come from the data flow alone
 XOR pairwise exchange and Bruck — are :class:`~topocoll.schedules.pattern.Circulant`
 templates: rank 0's operations, moved by each rank, whose op program streams
 vectorised over ranks. The others — direct (round ``j`` goes to rank ``j``
-itself), randomized, the Two Phase Schedule and the virtual mesh — build one
-rank's operations at a time (:class:`~topocoll.schedules.pattern.RankwisePattern`).
+itself), randomized, the Two Phase Schedule and the virtual mesh — record
+their operations as one op table over ranks with NumPy
+(:class:`~topocoll.schedules.arraypattern.TablePattern`): any set of ranks at
+once, one rank for ``ops_for``, every rank for the op program, whose
+dependencies come from the same data-flow rule vectorised
+(:func:`~topocoll.schedules.arraypattern.table_dependencies`).
 
 References
 ----------

@@ -5,8 +5,8 @@
 :func:`balanced_dims` and :func:`choose_linear_dimension` describe the X×Y×Z
 torus or mesh of Kumar & Heidelberger 2008 §4; ``_make`` wraps a generator's
 one pattern (:mod:`topocoll.schedules.pattern`) as its
-:class:`~topocoll.schedules.ir.Schedule`, and ``_stage_input`` records one
-rank's copy of its outgoing blocks into ``"send"``.
+:class:`~topocoll.schedules.ir.Schedule`, and ``_stage_table`` records the
+ranks' copies of their outgoing blocks into ``"send"``.
 
 References
 ----------
@@ -25,8 +25,9 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import SpecError
+from ..arraypattern import Run, TableBuilder
 from ..common import check_count
-from ..ir import OperatorNeeds, RankBuilder, Schedule, block_bounds
+from ..ir import OperatorNeeds, Schedule, block_bounds
 
 
 PAPER = "Kumar & Heidelberger 2008 (alltoall-blue-gene-torus)"
@@ -176,8 +177,10 @@ def _make(name: str, p: int, count: int, itemsize: int, params: dict, pattern, *
     return Schedule("alltoall", name, p, count, itemsize, bounds, params, OperatorNeeds(), pattern)
 
 
-def _stage_input(b: RankBuilder, rank: int, p: int) -> None:
-    """Copy rank ``rank``'s outgoing blocks into ``"send"`` (MPI's sendbuf)."""
-    others = tuple(j for j in range(p) if j != rank)
-    if others:
-        b.copy(others, dst="send", src="data", round=0)
+def _stage_table(b: TableBuilder, p: int, packets: int = 1) -> None:
+    """Copy the outgoing blocks of the op table's ranks into ``"send"`` (MPI's
+    sendbuf): each rank ``i`` copies the blocks of every other destination
+    (``S = packets`` each), blocks ``0 … i·S − 1`` and ``(i + 1)·S … P·S − 1``."""
+    i = b.ranks
+    b.copy(i, [Run(0, i * packets), Run((i + 1) * packets, (p - 1 - i) * packets)], dst="send", src="data",
+           round=0, where=p > 1)

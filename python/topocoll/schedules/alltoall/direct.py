@@ -18,34 +18,36 @@ InfiniBand Fat-Trees", EGPGV 2012, §2.1.4
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import SpecError
+from ..arraypattern import Run, TableBuilder, TablePattern
 from ..common import check_p
-from ..ir import RankBuilder, Schedule
-from ..pattern import ADD, XOR, Circulant, RankwisePattern
+from ..ir import Schedule
+from ..pattern import ADD, XOR, Circulant
 from ..registry import algorithm
-from .common import PAPER, check_sizes, _make, _stage_input
+from .common import PAPER, check_sizes, _make, _stage_table
 
 
 # ---- direct algorithms: one message per (source, destination) ---------------
 
-def _direct_rank_ops(p: int):
-    """Rank ``i`` of the direct order: stage its outgoing blocks, then in
-    round ``t ≠ i`` send block ``t`` to rank ``t``; in round ``i`` receive
-    block ``i`` of every other rank, lowest first, into its position.
+def _direct_table(p: int):
+    """The direct order for the ranks ``b.ranks``: stage the outgoing blocks,
+    then in round ``t ≠ i`` rank ``i`` sends block ``t`` to rank ``t``; in
+    round ``i`` it receives block ``i`` of every other rank, lowest first,
+    into its position.
 
     Not circulant: the destination of round ``t`` is rank ``t`` itself, not
-    an offset of the sender, so each rank's ops are built on their own.
+    an offset of the sender; one table holds every rank's ``2(P − 1)``
+    messages (:class:`~topocoll.schedules.arraypattern.TablePattern`).
     """
-    def rank_ops(i: int, b: RankBuilder) -> None:
-        _stage_input(b, i, p)
-        for t in range(p):
-            if t != i:
-                b.send(t, (t,), buf="send", round=t)
-                continue
-            for peer in range(p):
-                if peer != i:
-                    b.recv(peer, (i,), buf="data", into=(peer,), round=t)
-    return rank_ops
+    def record(b: TableBuilder) -> None:
+        i = b.ranks
+        _stage_table(b, p)
+        r, t = i[:, None], np.arange(p, dtype=np.int64)[None, :]
+        b.send(r, t, Run(t, 1), buf="send", round=t, where=t != r)
+        b.recv(r, t, Run(r, 1), buf="data", into=Run(t, 1), round=r, where=t != r)
+    return record
 
 
 def _shift_template(p: int) -> Circulant:
@@ -112,7 +114,8 @@ def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> S
     Crossbar α-β cost (:func:`.alltoall_cost.crossbar_cost`): ``P·α +
     P(P−1)·m·β``: the receiver of each round serialises ``P−1`` messages.
     The ranks differ (round ``t``'s destination is rank ``t`` itself), so the
-    pattern is rank-wise: ``ops_for(rank)`` costs that rank's ``O(P)`` ops.
+    pattern is one op table over ranks: ``ops_for(rank)`` costs that rank's
+    ``O(P)`` ops, the program ``O(P²)`` NumPy rows and no Python object per op.
     On a torus the paper's direct model is eq. 3, ``T = P·α +
     P·(M/8)·(m+h)·β`` (:func:`.alltoall_cost.direct_torus_time`).
 
@@ -130,7 +133,7 @@ def direct_alltoall(p: int, *, count: int | None = None, itemsize: int = 8) -> S
     """
     p = check_p("alltoall/direct", p)
     count, itemsize, _ = check_sizes("alltoall/direct", p, count, itemsize)
-    return _make("direct", p, count, itemsize, {}, RankwisePattern(p, _direct_rank_ops(p)))
+    return _make("direct", p, count, itemsize, {}, TablePattern(p, p, _direct_table(p)))
 
 
 @algorithm(collective="alltoall", name="shift", params={}, needs="associative", rounds="P−1",

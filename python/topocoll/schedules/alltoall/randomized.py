@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arraypattern import Run, TableBuilder, TablePattern
 from ..common import check_p
-from ..ir import RankBuilder, Schedule
-from ..pattern import RankwisePattern
+from ..ir import Schedule
 from ..registry import algorithm
-from .common import PAPER, check_sizes, _int_param, _make
+from .common import PAPER, check_sizes, _int_param, _make, _stage_table
 
 
 # ---- randomized order: a seeded pseudo-random permutation per rank -----------
@@ -118,41 +118,41 @@ def inverse_permutations(keys: np.ndarray, value, n: int) -> np.ndarray:
     return _walk(_positions(keys, value), keys, max(1, (n - 1).bit_length()), n, _unscramble)
 
 
-def _randomized_rank_ops(p: int, keys: np.ndarray, packets: int, burst: int):
-    """Rank ``j`` of the randomized order: stage every packet but its own into
-    ``"send"``; in round ``q·(P−1) + t`` of pass ``q`` send packets
-    ``q·burst …`` to ``j + 1 + π_j(t)`` and receive the same packets of every
-    rank ``i`` whose ``π_i`` reaches ``j`` at ``t``, lowest rank first.
+def _randomized_table(p: int, keys: np.ndarray, packets: int, burst: int):
+    """The randomized order for the ranks ``b.ranks``: rank ``j`` stages every
+    packet but its own into ``"send"``; in round ``q·(P−1) + t`` of pass ``q``
+    it sends packets ``q·burst …`` to ``j + 1 + π_j(t)`` and receives the
+    same packets of every rank ``i`` whose ``π_i`` reaches ``j`` at ``t``,
+    lowest rank first.
 
-    Those senders are found by inverting each ``π_i`` at ``j − i − 1``, so one
-    rank's ops cost O(P), not the O(P²) of evaluating every permutation.
+    Those senders are found by inverting each ``π_i`` at ``j − i − 1``, so
+    one rank's table costs O(P), not the O(P²) of evaluating every
+    permutation; every rank's, O(P²) NumPy work and no Python object per op.
     """
     passes = -(-packets // burst)
 
-    def rank_ops(j: int, b: RankBuilder) -> None:
-        others = tuple(d * packets + x for d in range(p) if d != j for x in range(packets))
-        if others:
-            b.copy(others, dst="send", src="data", round=0)
+    def record(b: TableBuilder) -> None:
+        j = b.ranks
+        _stage_table(b, p, packets)
         if p == 1:
             return
-        mine = np.broadcast_to(keys[:, j:j + 1], (keys.shape[0], p - 1))
-        dst = ((j + 1 + random_permutations(mine, np.arange(p - 1), p - 1)) % p).tolist()
-        senders = np.delete(np.arange(p, dtype=np.int64), j)
-        when = inverse_permutations(keys[:, senders], (j - senders - 1) % p, p - 1)
-        order = np.lexsort((senders, when))
-        arrivals = list(zip(when[order].tolist(), senders[order].tolist()))
-        for q in range(passes):
-            segs = range(q * burst, min(packets, (q + 1) * burst))
-            k = 0
-            for t in range(p - 1):
-                rnd = q * (p - 1) + t
-                b.send(dst[t], [dst[t] * packets + x for x in segs], buf="send", round=rnd)
-                while k < len(arrivals) and arrivals[k][0] == t:
-                    i = arrivals[k][1]
-                    b.recv(i, [j * packets + x for x in segs], buf="data", into=[i * packets + x for x in segs],
-                           round=rnd)
-                    k += 1
-    return rank_ops
+        n = j.shape[0]
+        t = np.arange(p - 1, dtype=np.int64)
+        mine = np.repeat(keys[:, j], p - 1, axis=1)
+        dst = ((j[:, None] + 1 + random_permutations(mine, np.tile(t, n), p - 1).reshape(n, p - 1)) % p)
+        senders = (j[:, None] + 1 + t[None, :]) % p                  # every other rank, sorted below
+        senders.sort(axis=1)
+        when = inverse_permutations(keys[:, senders.ravel()], ((j[:, None] - senders - 1) % p).ravel(),
+                                    p - 1).reshape(n, p - 1)
+        q = np.arange(passes, dtype=np.int64)[None, :, None]          # (ranks, passes, peers)
+        first = q * burst
+        size = np.minimum(packets, first + burst) - first
+        r3 = j[:, None, None]
+        d3, s3, w3 = dst[:, None, :], senders[:, None, :], when[:, None, :]
+        b.send(r3, d3, Run(d3 * packets + first, size), buf="send", round=q * (p - 1) + t[None, None, :])
+        b.recv(r3, s3, Run(r3 * packets + first, size), buf="data", into=Run(s3 * packets + first, size),
+               round=q * (p - 1) + w3)
+    return record
 
 
 @algorithm(collective="alltoall", name="randomized", params={"seed": 0, "packets": 1, "burst": None},
@@ -195,8 +195,9 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     the number of messages rank ``j`` receives in round ``t``: at least
     ``(P−1)(α + m·β)``; the expected largest load grows like ``ln P / ln ln P``
     (balls into bins): 7.0 times the shift's β term at P = 20,480, seed 0.
-    Every rank's order is its own, so the pattern is rank-wise; one rank's
-    ops cost O(P) (:func:`inverse_permutations` finds its senders).
+    Every rank's order is its own, so the pattern is one op table over
+    ranks; one rank's ops cost O(P) (:func:`inverse_permutations` finds its
+    senders), every rank's O(P²) NumPy rows.
 
     References
     ----------
@@ -219,6 +220,6 @@ def randomized_alltoall(p: int, *, seed: int = 0, packets: int = 1, burst: int |
     packets = _int_param(where, "packets", packets, minimum=1)
     burst = packets if burst is None else _int_param(where, "burst", burst, minimum=1)
     count, itemsize, _ = check_sizes(where, p, p * packets if count is None else count, itemsize)
-    pattern = RankwisePattern(p, _randomized_rank_ops(p, permutation_keys(p, seed), packets, burst))
+    pattern = TablePattern(p, p * packets, _randomized_table(p, permutation_keys(p, seed), packets, burst))
     return _make("randomized", p, count, itemsize, {"seed": seed, "packets": packets, "burst": burst}, pattern,
                  nblocks=p * packets)

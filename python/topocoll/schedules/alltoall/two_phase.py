@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import SpecError
+from ..arraypattern import Run, TableBuilder, TablePattern
 from ..common import check_p
-from ..ir import RankBuilder, Schedule
-from ..pattern import RankwisePattern
+from ..ir import Schedule
 from ..registry import algorithm
 from .common import (
     AXES, DEFAULT_MAPPING, PAPER, TorusShape, balanced_dims, check_sizes, choose_linear_dimension,
-    _make, parse_shape, _stage_input,
+    _make, parse_shape, _stage_table,
 )
 
 
@@ -73,6 +73,11 @@ class TorusLayout:
         """The rank at ``coords[rank] + delta`` (mod the sizes)."""
         return int(self.node_rank[int((((self.coords[rank] + delta) % self.sizes) * self.node_strides).sum())])
 
+    def moves(self, ranks: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """:meth:`move` of every rank by every translation: ``(ranks, deltas)``."""
+        at = (self.coords[ranks][:, None, :] + np.asarray(deltas, dtype=np.int64)[None, :, :]) % self.sizes
+        return self.node_rank[at @ self.node_strides]
+
 
 def _rank_nodes(shape: TorusShape, mapping) -> np.ndarray:
     """Node index (X fastest) of every rank under ``mapping``."""
@@ -115,56 +120,59 @@ def _two_phase_layout(p: int, shape, linear, mapping) -> TorusLayout:
     return TorusLayout(parsed, axis, mapping)
 
 
-def _two_phase_rank_ops(lay: TorusLayout):
-    """Rank ``c``'s ops, slot by slot (§4.1).
+def _two_phase_table(lay: TorusLayout):
+    """The ranks ``b.ranks``' ops, slot by slot (§4.1).
 
     Slot ``r = 0 … L−1`` has ``max(Q − 1, 1)`` rounds. In its first round
-    ``c`` sends its phase-1 message along line offset ``r + 1`` (its blocks
-    for the plane at line ``a + r + 1``) and receives the one from line
-    offset ``−(r + 1)`` into ``"fwd"``, copying its own block to ``data``; in
-    round ``u`` (``1 ≤ u < Q``) it forwards to planar offset ``u`` the block
-    that came from line offset ``−r`` (its own block when ``r = 0``) and
-    receives the block planar offset ``−u`` forwards. Dependencies come from
-    the data flow, so a forward waits only for the phase-1 receive that
-    brought its block: the two phases pipeline.
+    rank ``c`` sends its phase-1 message along line offset ``r + 1`` (its
+    blocks for the plane at line ``a + r + 1``) and receives the one from
+    line offset ``−(r + 1)`` into ``"fwd"``, copying its own block to
+    ``data``; in round ``u`` (``1 ≤ u < Q``) it forwards to planar offset
+    ``u`` the block that came from line offset ``−r`` (its own block when
+    ``r = 0``) and receives the block planar offset ``−u`` forwards.
+    Dependencies come from the data flow, so a forward waits only for the
+    phase-1 receive that brought its block: the two phases pipeline. Every
+    (rank, slot, offset) is one row of NumPy arrays, no Python loop over them.
     """
     p, L, Q = lay.p, lay.L, lay.Q
     per_slot = max(Q - 1, 1)
-    line = [lay.line_offset(r) for r in range(L)]
-    plane = [lay.plane_offset(u) for u in range(Q)]
+    line = np.array([lay.line_offset(r) for r in range(1, L)], dtype=np.int64).reshape(-1, len(lay.sizes))
+    back = np.array([lay.line_offset(L - r) for r in range(1, L)], dtype=np.int64).reshape(-1, len(lay.sizes))
+    plane = np.array([lay.plane_offset(u) for u in range(1, Q)], dtype=np.int64).reshape(-1, len(lay.sizes))
     members, q_of = lay.members, lay.q
 
-    def rank_ops(c: int, b: RankBuilder) -> None:
-        _stage_input(b, c, p)
-        a, q = int(lay.a[c]), int(q_of[c])
-        to_plane = [lay.move(c, plane[u]) for u in range(Q)]
-        from_plane = [lay.move(c, -plane[u]) for u in range(Q)]
-        for slot in range(L):
-            a_s = (a - slot) % L                       # line of the sources forwarded in this slot
-            if slot + 1 < L:                           # the phase-1 message along offset slot + 1
-                r = slot + 1
-                a_from = (a - r) % L
-                line_to, line_from = lay.move(c, line[r]), lay.move(c, line[L - r])
-            for u in range(1, max(Q, 2)):
-                rnd = slot * per_slot + u - 1
-                phase1 = u == 1 and slot + 1 < L
-                if phase1:
-                    b.send(line_to, tuple(members[(a + r) % L].tolist()), buf="send", round=rnd)
-                if u < Q:
-                    d = to_plane[u]
-                    if slot == 0:
-                        b.send(d, (d,), buf="send", round=rnd)
-                    else:
-                        b.send(d, (a_s * Q + int(q_of[d]),), buf="fwd", round=rnd)
-                if phase1:
-                    b.recv(line_from, tuple(members[a].tolist()), buf="fwd",
-                           into=tuple(a_from * Q + qq for qq in range(Q)), round=rnd)
-                    b.copy((line_from,), dst="data", src="fwd", src_blocks=(a_from * Q + q,), round=rnd)
-                if u < Q:
-                    frm = from_plane[u]
-                    named = c if slot == 0 else a_s * Q + q     # frm's send[c] or fwd[a_s·Q + q]
-                    b.recv(frm, (named,), buf="data", into=(int(members[a_s, q_of[frm]]),), round=rnd)
-    return rank_ops
+    def record(b: TableBuilder) -> None:
+        c = b.ranks
+        _stage_table(b, p)
+        a, q = lay.a[c], q_of[c]
+        # phase 1, rows (rank, slot = r - 1): the line message along offset r
+        r = np.arange(1, L, dtype=np.int64)[None, :]
+        rnd1 = (r - 1) * per_slot
+        a_from = (a[:, None] - r) % L
+        line_from = lay.moves(c, back)
+        b.send(c[:, None], lay.moves(c, line), members[(a[:, None] + r) % L], buf="send", round=rnd1)
+        # phase 2 from "send" (slot 0), rows (rank, u)
+        u = np.arange(1, Q, dtype=np.int64)
+        to_plane, from_plane = lay.moves(c, plane), lay.moves(c, -plane)
+        b.send(c[:, None], to_plane, to_plane[:, :, None], buf="send", round=u[None, :] - 1)
+        # phase 2 forwards from "fwd" (slot ≥ 1), rows (rank, slot, u)
+        slot = np.arange(1, L, dtype=np.int64)[None, :, None]
+        a_s = (a[:, None, None] - slot) % L
+        rnd2 = slot * per_slot + u[None, None, :] - 1
+        d3 = to_plane[:, None, :]
+        b.send(c[:, None, None], d3, (a_s * Q + q_of[d3])[..., None], buf="fwd", round=rnd2)
+        # phase 1 receive into "fwd" and the copy of the rank's own block
+        b.recv(c[:, None], line_from, members[a][:, None, :], buf="fwd", into=Run(a_from * Q, Q), round=rnd1)
+        b.copy(c[:, None], line_from[..., None], dst="data", src="fwd", src_blocks=(a_from * Q + q[:, None])[..., None],
+               round=rnd1)
+        # phase 2 receives, every slot, rows (rank, slot, u)
+        slot0 = np.arange(L, dtype=np.int64)[None, :, None]
+        a_s0 = (a[:, None, None] - slot0) % L
+        frm = from_plane[:, None, :]
+        named = np.where(slot0 == 0, c[:, None, None], a_s0 * Q + q[:, None, None])
+        b.recv(c[:, None, None], frm, named[..., None], buf="data", into=members[a_s0, q_of[frm]][..., None],
+               round=slot0 * per_slot + u[None, None, :] - 1)
+    return record
 
 
 @algorithm(collective="alltoall", name="two_phase_schedule",
@@ -238,4 +246,4 @@ def two_phase_schedule(p: int, *, shape=None, linear=None, mapping=DEFAULT_MAPPI
     lay = _two_phase_layout(p, shape, linear, mapping)
     params = {"shape": str(lay.shape), "linear": AXES[lay.linear],
               "mapping": mapping if isinstance(mapping, str) else tuple(int(x) for x in lay.rank_node)}
-    return _make("two_phase_schedule", p, count, itemsize, params, RankwisePattern(p, _two_phase_rank_ops(lay)))
+    return _make("two_phase_schedule", p, count, itemsize, params, TablePattern(p, p, _two_phase_table(lay)))

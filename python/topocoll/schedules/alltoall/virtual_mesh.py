@@ -12,7 +12,6 @@ Report, 2008 (``../shared/seeds/alltoall-blue-gene-torus.txt``).
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from typing import Sequence
@@ -20,11 +19,11 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import SpecError
+from ..arraypattern import TableBuilder, TablePattern
 from ..common import check_p
-from ..ir import RankBuilder, Schedule
-from ..pattern import RankwisePattern
+from ..ir import Schedule
 from ..registry import algorithm
-from .common import PAPER, balanced_dims, check_sizes, _int_param, _make, _stage_input
+from .common import PAPER, balanced_dims, check_sizes, _int_param, _make, _stage_table
 
 
 # ---- virtual mesh (§4.2) and its d-dimensional generalisation --------------------
@@ -45,49 +44,52 @@ class MeshLayout:
         self.p = math.prod(self.dims)
         self.strides = tuple(int(s) for s in np.cumprod((1,) + self.dims[:-1]))
         self.phases = [k for k, n in enumerate(self.dims) if n > 1]
-        self.with_coordinate = functools.lru_cache(maxsize=None)(self._with_coordinate)
 
     def coordinate(self, rank: int, k: int) -> int:
         return rank // self.strides[k] % self.dims[k]
 
-    def _with_coordinate(self, k: int, value: int) -> tuple[int, ...]:
-        """Positions whose coordinate ``k`` is ``value``, the others in
-        increasing order (the same order on sender and receiver)."""
+    def positions(self, k: int, values) -> np.ndarray:
+        """Positions whose coordinate ``k`` is ``values`` (each), the others in
+        increasing order (the same order on sender and receiver): an array of
+        shape ``values.shape + (p / P_k,)``."""
         others = np.arange(self.p, dtype=np.int64)
         others = others[(others // self.strides[k]) % self.dims[k] == 0]
-        return tuple((others + value * self.strides[k]).tolist())
+        return others + np.asarray(values, dtype=np.int64)[..., None] * self.strides[k]
 
 
-def _mesh_rank_ops(lay: MeshLayout):
-    """Rank ``c``'s ops, phase by phase. Phase ``e`` exchanges along
-    dimension ``k`` (of size ``n``) in rounds ``base … base + n − 2``: copy the
-    blocks ``c`` keeps (coordinate ``k`` its own) into the phase's buffer,
-    then in round ``base + u − 1`` send the blocks for coordinate
-    ``c_k + u`` to the rank ``u`` ahead and receive from the rank ``u``
-    behind the blocks for coordinate ``c_k``, stored as it names them. The
-    last phase writes ``data``; a single phase first stages the input in
-    ``"send"``."""
+def _mesh_table(lay: MeshLayout):
+    """The ranks ``b.ranks``' ops, phase by phase. Phase ``e`` exchanges
+    along dimension ``k`` (of size ``n``) in rounds ``base … base + n − 2``:
+    rank ``c`` copies the blocks it keeps (coordinate ``k`` its own) into the
+    phase's buffer, then in round ``base + u − 1`` sends the blocks for
+    coordinate ``c_k + u`` to the rank ``u`` ahead and receives from the rank
+    ``u`` behind the blocks for coordinate ``c_k``, stored as it names them.
+    The last phase writes ``data``; a single phase first stages the input in
+    ``"send"``. Rows (rank, u) of NumPy arrays per phase."""
     p, phases = lay.p, lay.phases
     bases = [sum(lay.dims[k] - 1 for k in phases[:e]) for e in range(len(phases))]
 
-    def rank_ops(c: int, b: RankBuilder) -> None:
+    def record(b: TableBuilder) -> None:
+        c = b.ranks
         if len(phases) == 1:
-            _stage_input(b, c, p)
+            _stage_table(b, p)
         prev = "send" if len(phases) == 1 else "data"
         for e, k in enumerate(phases):
             new = "data" if e == len(phases) - 1 else f"fwd{e}"
-            base, n, ck = bases[e], lay.dims[k], lay.coordinate(c, k)
-            kept = tuple(h for h in lay.with_coordinate(k, ck) if h != c)
-            if kept and prev != new:
-                b.copy(kept, dst=new, src=prev, round=base)
-            for u in range(1, n):
-                to_k, from_k = (ck + u) % n, (ck - u) % n
-                b.send(c + (to_k - ck) * lay.strides[k], lay.with_coordinate(k, to_k), buf=prev,
-                       round=base + u - 1)
-                b.recv(c + (from_k - ck) * lay.strides[k], lay.with_coordinate(k, ck), buf=new,
-                       into=lay.with_coordinate(k, from_k), round=base + u - 1)
+            base, n, stride = bases[e], lay.dims[k], lay.strides[k]
+            ck = c // stride % n
+            own = lay.positions(k, ck)                                  # (ranks, p / n)
+            kept = own[own != c[:, None]].reshape(c.shape[0], own.shape[1] - 1)
+            b.copy(c, kept, dst=new, src=prev, round=base, where=kept.shape[1] > 0)
+            u = np.arange(1, n, dtype=np.int64)[None, :]
+            to_k, from_k = (ck[:, None] + u) % n, (ck[:, None] - u) % n
+            rnd = base + u - 1
+            b.send(c[:, None], c[:, None] + (to_k - ck[:, None]) * stride, lay.positions(k, to_k), buf=prev,
+                   round=rnd)
+            b.recv(c[:, None], c[:, None] + (from_k - ck[:, None]) * stride, own[:, None, :], buf=new,
+                   into=lay.positions(k, from_k), round=rnd)
             prev = new
-    return rank_ops
+    return record
 
 
 def resolve_mesh_dims(where: str, p: int, dims, d) -> tuple[int, ...]:
@@ -181,4 +183,4 @@ def virtual_mesh_alltoall(p: int, *, dims=None, d: int = 2, count: int | None = 
     count, itemsize, _ = check_sizes(where, p, count, itemsize)
     mesh = resolve_mesh_dims(where, p, dims, d)
     return _make("virtual_mesh", p, count, itemsize, {"dims": "x".join(map(str, mesh))},
-                 RankwisePattern(p, _mesh_rank_ops(MeshLayout(mesh))))
+                 TablePattern(p, p, _mesh_table(MeshLayout(mesh))))

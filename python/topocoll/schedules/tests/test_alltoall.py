@@ -27,7 +27,8 @@ from topocoll.schedules.alltoall_cost import (
     BLUE_GENE_L_AR, BLUE_GENE_L_VMESH, changeover_bytes, contention_factor, crossbar_cost, direct_torus_time,
     peak_time, two_phase_torus_time, virtual_mesh_torus_time,
 )
-from topocoll.schedules.pattern import CirculantPattern, RankwisePattern
+from topocoll.schedules.arraypattern import TablePattern
+from topocoll.schedules.pattern import CirculantPattern
 from topocoll.schedules.program import COPY, RECV, SEND, concatenate
 from topocoll.verify import execute, serial_reference, verify
 from topocoll.verify.replay import match
@@ -412,9 +413,9 @@ def test_virtual_mesh_messages_as_in_section_4_2():
 # ---- one description each: circulant templates and rank-wise builders --------------
 
 @pytest.mark.parametrize("name, kind", [
-    ("direct", RankwisePattern), ("shift", CirculantPattern), ("pairwise_exchange", CirculantPattern),
-    ("randomized", RankwisePattern), ("bruck", CirculantPattern), ("two_phase_schedule", RankwisePattern),
-    ("virtual_mesh", RankwisePattern),
+    ("direct", TablePattern), ("shift", CirculantPattern), ("pairwise_exchange", CirculantPattern),
+    ("randomized", TablePattern), ("bruck", CirculantPattern), ("two_phase_schedule", TablePattern),
+    ("virtual_mesh", TablePattern),
 ])
 def test_each_generator_has_one_pattern(name, kind):
     assert isinstance(GENERATORS[name][0](16).pattern, kind)
