@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import ScheduleError
 from .dataflow import RankBuilder
 from .ops import LEFT, RIGHT, Op
+from .pattern import OpsPattern
 from .program import (KIND_CODES, LEFT_SIDE, RIGHT_SIDE, OpChunk, block_runs, canonical_runs, run_bytes,
                       strided_runs)
 
@@ -672,6 +673,11 @@ class TablePattern:
 
     #: the whole table is built before the first round is yielded
     streams = False
+
+    # the Pattern protocol (pattern.py) from one rank's ops, without building the table: P × rank 0's
+    # ops, and that spread over rank 0's rounds (ranks differ: direct's rank t receives in round t only)
+    op_count = OpsPattern.op_count
+    round_sizes = OpsPattern.round_sizes
 
     def __init__(self, p: int, nblocks: int, record: Callable[[TableBuilder], None]):
         self.p, self.nblocks = p, nblocks
