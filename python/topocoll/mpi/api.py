@@ -39,7 +39,7 @@ from ..operators import MPI_NAMES, properties_text
 from ..schedules.ir import Schedule
 from ..schedules.registry import lookup, operator_allows
 from ..verify.uniform import catalogue_identical, identical_results
-from .cache import Entry, cache_of, free_cache
+from .cache import Entry, _mpi, cache_of, free_cache
 from .compile import compile_rank
 from .operators import MpiUserOp, Over, Ufunc, as_operator, check_operator
 from .plan import TRANSPORTS, Plan, agree
@@ -69,17 +69,6 @@ NATIVE = "mpi"
 NATIVE_COLLECTIVES = ("allreduce", "reduce_scatter", "alltoall", "bcast", "barrier")
 
 
-_MPI = None
-
-
-def _mpi():
-    """mpi4py's MPI, imported on first use (importing it initialises MPI)."""
-    global _MPI
-    if _MPI is None:
-        from mpi4py import MPI
-
-        _MPI = MPI
-    return _MPI
 
 
 # ---- buffers ----------------------------------------------------------------------------------
