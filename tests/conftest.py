@@ -2,6 +2,11 @@
 printed with every run (``make test`` samples P; ``make test-all`` runs all)."""
 
 import os
+import sys
+from pathlib import Path
+
+# helpers shared by test files (mpi_launch.py): importlib mode puts no test folder on the path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SEED_VARIABLE = "TOPOCOLL_TEST_SEED"
 

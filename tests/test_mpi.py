@@ -26,15 +26,7 @@ import pytest
 
 pytestmark = pytest.mark.mpi
 
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-
-def mpirun(n, *args, timeout=120):
-    if MPIEXEC is None:
-        pytest.fail("mpiexec not found: `make test` installs the mpich wheel into .venv")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "topocoll.mpi.check", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+from mpi_launch import MPIEXEC, mpirun
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8])
