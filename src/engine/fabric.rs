@@ -1,14 +1,16 @@
-//! The seam between the event loop ([`super::run`]) and a network model.
+//! The seam between the event loop ([`super::core`]) and a network model.
 //!
 //! The loop decides *when* a message may enter the network (its send was
 //! posted, its rendezvous matched); a [`Fabric`] decides *when its last byte
-//! arrives*. Three fabrics:
+//! arrives*. Four fabrics:
 //! - [`super::loggops::Reservation`]: LogGOPS per-byte gap on k NIC lanes plus
 //!   first-come reservations of the routed links (LogGOPSim with contention);
 //! - [`super::flow::FlowFabric`]: fluid flows sharing link bandwidth max-min
 //!   fairly (or SimGrid's CM02 weighting), rates recomputed on every change;
-//! - [`super::congestion::Fixed`]: each message takes a duration fixed when it
-//!   starts (the ORCS congestion model of the network-noise paper, §3).
+//! - [`super::congestion::RoundFixed`]: each message takes a duration fixed when it
+//!   starts (the ORCS congestion model of the network-noise paper, §3);
+//! - [`super::packet::PacketFabric`]: packets through finite, credit-controlled
+//!   virtual-channel buffers, virtual cut-through.
 //!
 //! Time is integer picoseconds ([`Ps`]) everywhere in the engine.
 
