@@ -34,6 +34,7 @@ import hashlib
 import heapq
 import os
 import sys
+import time
 from collections import Counter
 from typing import Callable
 
@@ -58,6 +59,9 @@ def abort(comm, message: str) -> None:
     MPI = _mpi()
     rank = MPI.COMM_WORLD.Get_rank()
     print(f"topocoll: rank {rank}: error: {message}", file=sys.stderr, flush=True)
+    # let the launcher forward the line before the abort tears its stdio down: under load, Hydra's
+    # proxy can be killed with the line still in its pipe (seen: a job that ended with no message)
+    time.sleep(0.25)
     MPI.COMM_WORLD.Abort(1)
     os._exit(1)   # MPICH's MPI_Abort may return to the caller before the launcher kills it
 
