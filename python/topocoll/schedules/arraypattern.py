@@ -676,6 +676,7 @@ class TablePattern:
 
     # the Pattern protocol (pattern.py) from one rank's ops, without building the table: P × rank 0's
     # ops, and that spread over rank 0's rounds (ranks differ: direct's rank t receives in round t only)
+    _rank0_shape = OpsPattern._rank0_shape
     op_count = OpsPattern.op_count
     round_sizes = OpsPattern.round_sizes
 

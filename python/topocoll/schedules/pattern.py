@@ -104,15 +104,24 @@ class OpsPattern:
     def chunks(self, block_bytes: np.ndarray) -> Iterator[OpChunk]:
         return chunks_from_ops(self.all_ops(), self.buffers(), block_bytes)
 
+    def _rank0_shape(self) -> tuple[int, int]:
+        """Rank 0's ops and rounds, counted once (building a rank's ops is the
+        cost; the simulator asks for both counts, and again per run)."""
+        shape = self.__dict__.get("_rank0")
+        if shape is None:
+            ops = self.ops_for(0)
+            shape = self.__dict__["_rank0"] = (len(ops), len({op.round for op in ops}))
+        return shape
+
     def op_count(self) -> int:
         """P × rank 0's ops (exact where ranks are alike; no other rank built)."""
-        return self.p * len(self.ops_for(0))
+        return self.p * self._rank0_shape()[0]
 
     def round_sizes(self) -> list[int]:
         """:meth:`op_count` spread evenly over rank 0's rounds: ranks differ
         (e.g. direct all-to-all: rank t posts P − 1 receives in round t only),
         so the mean round stands for each."""
-        rounds = len({op.round for op in self.ops_for(0)})
+        rounds = self._rank0_shape()[1]
         return [-(-self.op_count() // max(rounds, 1))] * rounds
 
 

@@ -392,8 +392,6 @@ def _say_first(sched, config, runs: int = 1) -> None:
     the clean run)."""
     from ..progress import say_first, wall_seconds
     from .engine import estimated_ops, expected_cpu_seconds
-    if not (hasattr(sched, "pattern") or hasattr(sched, "__len__")):
-        return
     cpu = runs * expected_cpu_seconds(sched, config)
     say_first(f"simulate {sched.label()} with the {config.model} model, {estimated_ops(sched):,} ops",
               wall_seconds(cpu))
