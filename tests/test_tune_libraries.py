@@ -263,3 +263,30 @@ def test_mpich_reads_the_file(tmp_path):
     path.write_text(json.dumps(tree))
     done = _run_mpich([1], path, tmp_path, p=2)
     assert done.returncode != 0
+
+
+def test_mpich_comm_size_prune_and_search(tmp_path):
+    """``comm_size<4`` where MPIR_Csel_prune decides it is P < 4; below a message-size node the
+    per-call search decides it and reads ``<=``: the real library on both paths at P = 4, and
+    the emulation (``match_mpich``) beside it. Ring and recursive doubling are told apart by
+    the floating-point order of the sum (MPICH_PROBE)."""
+    ring = {"algorithm=MPIR_Allreduce_intra_ring": {}}
+    folded = {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}}
+    trees = {
+        "pruned": {"comm_type=intra": {"comm_size<4": ring, "comm_size=any": folded}},
+        "searched": {"comm_type=intra": {"avg_msg_size<=1000000": {"comm_size<4": ring, "comm_size=any": folded},
+                                         "avg_msg_size=any": folded}},
+    }
+    want = {"pruned": "folded", "searched": "ring"}
+    for name, sub in trees.items():
+        tree = emit.mpich_default_tree()
+        tree["collective=allreduce"] = sub
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(tree))
+        emulated = emit.match_mpich(tree, "allreduce", 4, 32)[0]
+        assert emulated == ("MPIR_Allreduce_intra_ring" if want[name] == "ring"
+                            else "MPIR_Allreduce_intra_recursive_doubling"), (name, emulated)
+        done = _run_mpich([4], path, tmp_path, p=4)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        got = [line.split()[2] for line in done.stdout.splitlines() if line.startswith("TOPOCOLL-SUM")]
+        assert got == [want[name]], (name, done.stdout)

@@ -334,11 +334,26 @@ def mpich_json(table: DecisionTable) -> dict:
     return tree
 
 
+#: operators csel.c's prune_tree decides when the communicator is made (with ``collective=``,
+#: which MPIR_Csel_prune steps over; ``is_multi_threaded`` is left to the search on purpose)
+_PRUNED_KEYS = ("collective=", "comm_type=", "comm_size", "comm_hierarchy=", "is_node_consecutive=",
+                "comm_avg_ppn")
+
+
 def match_mpich(tree: dict, collective: str, p: int, size: int, *, commutative: bool = True,
                 builtin_op: bool | None = None, itemsize: int = 8) -> tuple[str, dict]:
     """The algorithm (and its parameters) MPICH 5.0.2 selects from ``tree`` for this call,
     evaluated as ``csel.c`` does (intra-communicator, no node hierarchy, not in place,
-    regular blocks; ``comm_size<N`` holds for ``P <= N`` as in 5.0.2)."""
+    regular blocks).
+
+    ``comm_size<N`` has two meanings in 5.0.2: ``MPIR_Csel_prune`` decides the communicator's
+    operators when the communicator is made, walking from the collective's root through
+    communicator operators (``comm_type``, ``comm_size``, ``comm_hierarchy``, ``*=any``) and
+    stopping at the first other one, and there ``comm_size<N`` is ``P < N``; a ``comm_size``
+    node met after that is decided per call by the search, which evaluates ``<`` as ``<=``.
+    Measured with the ``mpich`` wheel (``tests/test_tune_libraries.py``,
+    ``test_mpich_comm_size_prune_and_search``): ``comm_size<4`` under ``comm_type=intra``
+    fails at P = 4; under ``avg_msg_size<=1000000`` it holds at P = 4."""
     builtin = commutative if builtin_op is None else builtin_op
     count = size // itemsize
     pof2 = 1 << (p.bit_length() - 1)
@@ -358,7 +373,7 @@ def match_mpich(tree: dict, collective: str, p: int, size: int, *, commutative: 
                 return _is_pof2(p)
             if value == "node_comm_size":
                 return False
-            return p <= int(value)          # '<' is evaluated as '<=' in 5.0.2
+            return p < int(value) if op == "<" and pruning else p <= int(value)
         if name in ("avg_msg_size", "total_msg_size", "count"):
             x = {"avg_msg_size": avg, "total_msg_size": total, "count": count}[name]
             if value == "pow2":
@@ -374,10 +389,13 @@ def match_mpich(tree: dict, collective: str, p: int, size: int, *, commutative: 
         raise ParseError(f"MPICH selection JSON: unknown key {key!r}")
 
     node = tree
+    pruning = True          # still on the path MPIR_Csel_prune decides (see the docstring)
     for _ in range(64):
         for key, child in node.items():
             if key.startswith(("algorithm=", "composition=")):
                 return key.split("=", 1)[1], {k.split("=", 1)[0]: k.split("=", 1)[1] for k in child}
+            if not key.startswith(_PRUNED_KEYS) and not key.endswith("=any"):
+                pruning = False
             if holds(key):
                 node = child
                 break

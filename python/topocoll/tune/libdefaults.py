@@ -30,8 +30,9 @@ MPICH 5.0.x
     the ``mpich`` 5.0.2 wheel (generated from
     ``maint/tuning/coll/mpir/generic.json``; the JSON text is embedded in the
     library and was read from it), evaluated as ``src/mpi/coll/src/csel.c``
-    of 5.0.2 does: ``comm_size<N`` holds for ``P <= N`` (the operator is
-    evaluated with ``<=``), ``avg_msg_size<=N`` and ``total_msg_size<N``
+    of 5.0.2 does: ``comm_size<N`` holds for ``P < N`` where the communicator's
+    pruning decides it (bcast's), for ``P <= N`` where the per-call search does (alltoall's,
+    below ``is_sendbuf_inplace``; :func:`topocoll.tune.emit.match_mpich`), ``avg_msg_size<=N`` and ``total_msg_size<N``
     compare the bytes as written, ``count<pow2`` holds when the element
     count is below the largest power of two ``<= P``. ``avg_msg_size`` is
     ``type_size·count`` (bytes per peer for alltoall); ``total_msg_size`` is
@@ -365,8 +366,8 @@ def _mpich_algorithm(collective: str, p: int, size: int, commutative: bool, buil
         if size <= 8 or not builtin or count < _pof2(p):
             return "MPIR_Allreduce_intra_recursive_doubling"
         return "MPIR_Allreduce_intra_reduce_scatter_allgather"
-    if collective == "alltoall":                        # avg_msg_size: bytes per peer; comm_size<8 is P <= 8
-        if p <= 8:
+    if collective == "alltoall":                        # avg_msg_size: bytes per peer; comm_size<8 is
+        if p <= 8:                                      # under is_sendbuf_inplace: searched, so P <= 8
             return "MPIR_Alltoall_intra_scattered" if size <= 32768 else "MPIR_Alltoall_intra_pairwise"
         if size <= 256:
             return "MPIR_Alltoall_intra_brucks"
@@ -383,7 +384,7 @@ def _mpich_algorithm(collective: str, p: int, size: int, commutative: bool, buil
         return ("MPIR_Reduce_scatter_intra_noncommutative" if _is_pof2(p)
                 else "MPIR_Reduce_scatter_intra_recursive_doubling")
     if collective == "bcast":                           # avg_msg_size = type_size·count
-        if p <= 8:
+        if p < 8:
             return "MPIR_Bcast_intra_binomial"
         if size <= 12288:
             return "MPIR_Bcast_intra_binomial"
@@ -439,8 +440,10 @@ def mpich_default(collective: str, p: int, size: int, *, commutative: bool = Tru
     --------
     >>> mpich_default("allreduce", 144, 4 << 20).text()
     'MPIR_Allreduce_intra_reduce_scatter_allgather → rabenseifner'
-    >>> mpich_default("alltoall", 8, 64).algorithm        # comm_size<8 holds for P <= 8 in 5.0.2
+    >>> mpich_default("alltoall", 8, 64).algorithm        # comm_size<8 searched: P <= 8
     'MPIR_Alltoall_intra_scattered'
+    >>> mpich_default("bcast", 8, 16384).algorithm         # comm_size<8 pruned: P < 8
+    'MPIR_Bcast_intra_scatter_recursive_doubling_allgather'
     """
     p, size = _check("mpich-5.0", collective, p, size)
     if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize < 1:
