@@ -203,28 +203,68 @@ class DecisionTable:
             raise SpecError(f"tune: no grid point {collective} P={p} size={size}, expected P in "
                             f"{self.procs} and a size in {self.sizes}") from None
 
-    def rules(self, collective: str, pick=None) -> list[PBlock]:
+    def rules(self, collective: str, pick=None, *, exact: bool = False) -> list[PBlock]:
         """The grid folded into ranges: grid P_i stands for P_i .. P_{i+1} − 1 (the first
         block from P = 1, the last without bound), size s_j for s_j .. s_{j+1} − 1 (the
         first from 0, the last without bound), neighbouring sizes with the same choice
-        merged. ``pick(point) -> Choice`` chooses (default: the best)."""
+        merged. ``pick(point) -> Choice`` chooses (default: the best).
+
+        ``exact``: a rule is stated only for the P where its choice exists and the operator
+        meets its needs (:func:`_holds_over`). A block whose winner holds at its grid P only
+        (a k-vector that multiplies to that P, a schedule the verifier passed for a sum at
+        that P but that double counts at others) is split: the grid P keeps the winner, the
+        rest of the range gets the fastest candidate that holds over it, or no rule. The
+        printed rules and ``--json`` use it; the library files pick their own way (emit)."""
         pick = pick or (lambda point: point.best)
         blocks = []
         ps = sorted(p for p in self.procs if (collective, p, self.sizes[0]) in self.points)
         for i, p in enumerate(ps):
             lo = 1 if i == 0 else p
             hi = ps[i + 1] - 1 if i + 1 < len(ps) else None
-            rules: list[SizeRule] = []
-            for j, size in enumerate(self.sizes):
-                choice = pick(self.points[collective, p, size])
-                if rules and rules[-1].choice.key() == choice.key():
-                    rules[-1] = SizeRule(rules[-1].lo, None, rules[-1].choice)
-                else:
-                    if rules:
-                        rules[-1] = SizeRule(rules[-1].lo, size - 1, rules[-1].choice)
-                    rules.append(SizeRule(0 if j == 0 else size, None, choice))
-            blocks.append(PBlock(lo, hi, p, tuple(rules)))
+            rules = self._size_rules(collective, p, pick)
+            if not exact or all(self._holds_over(collective, r.choice, lo, hi) for r in rules):
+                blocks.append(PBlock(lo, hi, p, rules))
+                continue
+            for a, b in ((lo, p - 1), (p, p), (p + 1, hi)):
+                if a == p and b == p:
+                    blocks.append(PBlock(p, p, p, rules))
+                elif b is None or a <= b:
+                    fallback = self._size_rules(collective, p, lambda pt, a=a, b=b: next(
+                        (c for c in pt.choices if self._holds_over(collective, c, a, b)), None))
+                    if all(r.choice is not None for r in fallback):
+                        blocks.append(PBlock(a, b, p, fallback))
         return blocks
+
+    def _size_rules(self, collective: str, p: int, pick) -> tuple[SizeRule, ...]:
+        rules: list[SizeRule] = []
+        for j, size in enumerate(self.sizes):
+            choice = pick(self.points[collective, p, size])
+            if rules and choice is not None and rules[-1].choice is not None \
+                    and rules[-1].choice.key() == choice.key():
+                rules[-1] = SizeRule(rules[-1].lo, None, rules[-1].choice)
+            else:
+                if rules:
+                    rules[-1] = SizeRule(rules[-1].lo, size - 1, rules[-1].choice)
+                rules.append(SizeRule(0 if j == 0 else size, None, choice))
+        return tuple(rules)
+
+    def _holds_over(self, collective: str, choice: Choice, lo: int, hi: int | None) -> bool:
+        """Whether ``choice`` exists at every P of ``lo .. hi`` and the operator meets the
+        registry's needs for it (which hold for any P; the tuner's own check was the
+        verifier's, exact at the grid P only). P is checked one by one up to ``lo + 4096``
+        and at the powers of two and their neighbours beyond, to ``MAX_P`` for an open end."""
+        from ..schedules.registry import MAX_P, lookup, operator_allows
+        info = lookup(collective, choice.algorithm)
+        reduction = collective in ("allreduce", "reduce_scatter", "reduce")
+        if not operator_allows(info.needs, commutative=self.commutative or not reduction,
+                               idempotent=self.idempotent or not reduction):
+            return False
+        top = MAX_P if hi is None else hi
+        params = {**info.sweep[0], **choice.params}
+        probes = set(range(lo, min(top, lo + 4096) + 1))
+        probes |= {q for k in range(1, top.bit_length() + 1) for q in ((1 << k) - 1, 1 << k, (1 << k) + 1)
+                   if lo <= q <= top}
+        return all(info.supports(q, params) for q in sorted(probes))
 
     # ---- views --------------------------------------------------------------------------
 
@@ -253,7 +293,7 @@ class DecisionTable:
                             "rules": [{"size_min": r.lo, "size_max": r.hi, "algorithm": r.choice.algorithm,
                                        "params": _jsonable(r.choice.params), "order": r.choice.order,
                                        "time_s": r.choice.time} for r in b.rules]}
-                           for b in self.rules(coll)]
+                           for b in self.rules(coll, exact=True)]
         return {"format": "topocoll-decision-table", "version": 1,
                 "collectives": self.collectives, "procs": self.procs, "sizes": self.sizes,
                 "size_convention": {c: CONVENTION[c] for c in self.collectives},
@@ -302,8 +342,9 @@ class DecisionTable:
                             for lib in self.libraries]
                     rows.append(tuple(row))
             lines += ["", f"{coll} ({CONVENTION[coll]}):", table(rows), "", f"{coll} decision rules:"]
-            for block in self.rules(coll):
-                prange = f"P {block.lo}..{block.hi}" if block.hi is not None else f"P ≥ {block.lo}"
+            for block in self.rules(coll, exact=True):
+                prange = (f"P {block.lo}" if block.lo == block.hi else f"P {block.lo}..{block.hi}"
+                          if block.hi is not None else f"P ≥ {block.lo}")
                 for r in block.rules:
                     srange = (f"< {human_bytes(r.hi + 1)}" if r.lo == 0 and r.hi is not None else
                               f"{human_bytes(r.lo)} ≤ · < {human_bytes(r.hi + 1)}" if r.hi is not None

@@ -155,3 +155,23 @@ def test_an_operator_that_excludes_every_candidate_is_refused(monkeypatch):
     monkeypatch.setattr(tuner_module, "candidates", lambda *a, **k: ([(ring, {})], [], []))
     with pytest.raises(SpecError, match="no allreduce algorithm is correct for a non-commutative operator"):
         tune(["allreduce"], [8], [64], commutative=False, libraries=[])
+
+
+def test_printed_rules_hold_for_every_p_they_state_for_a_sum():
+    """The decision rules (text and --json) never extend a winner to a P where it does not
+    exist or where a sum (commutative, not idempotent) would be wrong: each stated rule is
+    generated and verified at the ends and the middle of its P range (an open range at 2P)."""
+    from topocoll.schedules import generate
+    from topocoll.verify import verify
+    table = tune(["allreduce"], [16, 64, 144], [8, 1 << 20])
+    exact, loose = table.rules("allreduce", exact=True), table.rules("allreduce")
+    assert len(exact) > len(loose)              # butterfly_virtual at 16 and 64 holds there only
+    for block in exact:
+        hi = block.hi if block.hi is not None else 2 * block.lo
+        for q in sorted({block.lo, (block.lo + hi) // 2, hi} - {1}):
+            for rule in block.rules:
+                sched = generate("allreduce", rule.choice.algorithm, q, count=q, **rule.choice.params)
+                assert verify(sched, "sum") == "sum", (q, rule.choice.label())
+    stated = table.to_json()["rules"]["allreduce"]
+    assert [(b["p_min"], b["p_max"]) for b in stated] == [(b.lo, b.hi) for b in exact]
+    assert "P 16 " in table.text()
