@@ -36,6 +36,10 @@ def test_tune_writes_every_view(tmp_path, capsys):
     assert "collective=allreduce" in json.loads(outs["mpich.json"].read_text())
     assert set(json.loads(outs["tc.json"].read_text())) == {"allreduce", "alltoall"}
     assert sorted(os.listdir(tmp_path)) == sorted(outs)          # no temporary file left
+    # how to make each library read its file, for the user's own communicator
+    assert f"coll_tuned_dynamic_rules_filename {outs['ompi.conf']} --mca coll ^han" in err
+    assert f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={outs['mpich.json']} MPIR_CVAR_DEVICE_COLLECTIVES=none" in err
+    assert "# load: mpirun --mca coll_tuned_use_dynamic_rules 1" in outs["ompi.conf"].read_text()
 
 
 def test_tune_explain(capsys):

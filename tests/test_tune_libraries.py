@@ -164,8 +164,10 @@ def test_openmpi_runs_what_the_emitted_rules_choose(tmp_path):
     rules = tmp_path / "ompi_rules.conf"
     rules.write_text(emit.emit(table, "openmpi"))
     points = [(coll, size, True) for coll in table.collectives for size in sizes]
-    seen = _run_openmpi(points, tmp_path, mca=[("coll_tuned_use_dynamic_rules", "1"),
-                                                ("coll_tuned_dynamic_rules_filename", str(rules))])
+    # launched with exactly the options `tune` prints and the file's header names (han excluded)
+    mca = re.findall(r"--mca (\S+) (\S+)", emit.how_to_load("openmpi", str(rules)))
+    assert ("coll", "^han") in mca and ("coll_tuned_dynamic_rules_filename", str(rules)) in mca
+    seen = _run_openmpi(points, tmp_path, mca=mca)
     chosen = {}
     for coll, size, _ in points:
         pick = emit.library_pick(table, table.point(coll, 2, size), "openmpi-5.0")
@@ -233,8 +235,9 @@ def _mpiexec():
 def _run_mpich(counts, tuning: Path | None, tmp_path, p=3):
     (tmp_path / "mpich_probe.py").write_text(MPICH_PROBE)
     env = {**os.environ, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}     # the MPIR selection, not ch4's own
-    if tuning is not None:
-        env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = str(tuning)
+    if tuning is not None:      # exactly the variables `tune` prints for the file
+        env.update(re.findall(r"(MPIR_CVAR_\w+)=(\S+)", emit.how_to_load("mpich", str(tuning))))
+        assert env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] == str(tuning)
     return subprocess.run([_mpiexec(), "-n", str(p), sys.executable, str(tmp_path / "mpich_probe.py"),
                            ",".join(map(str, counts))], capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
 

@@ -286,7 +286,7 @@ def cmd_tune(args) -> int:
     else:
         print(f"tune: seed {table.seed} (of node orders named random; every other choice is deterministic)",
               file=sys.stderr)
-    from .emit import emit
+    from .emit import emit, how_to_load
     writers = {"json": lambda: json.dumps(table.to_json(), indent=1) + "\n", "csv": table.to_csv,
                "openmpi_rules": lambda: emit(table, "openmpi"), "mpich_json": lambda: emit(table, "mpich"),
                "topocoll_json": lambda: emit(table, "topocoll")}
@@ -300,6 +300,9 @@ def cmd_tune(args) -> int:
             write_output(opt, path, writers[dest]())
         if str(path) != "-":
             print(f"wrote {path}", file=sys.stderr)
+            target = {"openmpi_rules": "openmpi", "mpich_json": "mpich", "topocoll_json": "topocoll"}.get(dest)
+            if target is not None:
+                print(f"  load it with: {how_to_load(target, str(path))}", file=sys.stderr)
     return 0
 
 

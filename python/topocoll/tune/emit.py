@@ -177,6 +177,7 @@ def openmpi_rules(table: DecisionTable) -> str:
     """The dynamic-rules file (classic format, version 2) for Open MPI 5.0.x."""
     lines = ["rule-file-version-2",
              f"# topocoll tune: {table.model} model, {table.platform}",
+             "# load: " + how_to_load("openmpi", "THIS_FILE"),
              f"# tuned for a {'commutative' if table.commutative else 'non-commutative'} operator"
              + ("; Open MPI cannot test commutativity: use this file only if every reduction operator of "
                 "the application is commutative" if table.commutative else ""),
@@ -481,6 +482,25 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def how_to_load(target: str, path: str) -> str:
+    """The exact environment and ``mpirun`` options that make the library read a written file for
+    the user's own communicator, with why each is needed (one line per target)."""
+    if target == "openmpi":
+        return (f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {path} "
+                "--mca coll ^han ...   (Open MPI 5.0: coll/han, priority 35 above tuned's 30, takes a "
+                "communicator that spans nodes and leaves tuned only its sub-communicators; '^han' lets "
+                "the rules decide the user's communicator)")
+    if target == "mpich":
+        return (f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={path} MPIR_CVAR_DEVICE_COLLECTIVES=none "
+                "mpiexec ...   (MPICH 5.0: without the second variable the ch4 device runs its own "
+                "selection first and ignores the file for communicators it handles, e.g. every "
+                "allreduce on one node)")
+    if target == "topocoll":
+        return (f"topocoll.mpi.load_tuning('{path}') then algorithm='auto'   (topocoll's executor; no "
+                "library setting involved)")
+    raise SpecError(f"emit: target {target!r}, expected one of {', '.join(TARGETS)}")
 
 
 def emit(table: DecisionTable, target: str) -> str:
