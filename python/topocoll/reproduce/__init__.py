@@ -48,14 +48,26 @@ def reproduce(name: str, out, *, quick: bool = False, progress=lambda what: None
 
 
 def write_index(results, out) -> Path:
-    """``out/README.md``: one line per experiment with how many results hold."""
+    """``out/README.md``: one line per experiment with how many results hold, by kind."""
+    from .common import KINDS
     lines = ["# Reproductions", "", "Written by `topocoll reproduce`; each page lists the paper's numbers beside "
              "topocoll's, the conclusions checked, and what the model lacks where they differ.", "",
-             "| experiment | paper | results that hold | size | seconds |", "|---|---|---:|---|---:|"]
+             "Results that hold are counted apart by kind: timings and rates the simulator produced, the paper's "
+             "own equations evaluated, exact counts (rounds, messages, bytes), and the paper's conclusions; "
+             "an exact count never pads a timing.", "",
+             "| experiment | paper | simulated | equations | counts | claims | size | seconds |",
+             "|---|---|---:|---:|---:|---:|---|---:|"]
+    totals = {k: [0, 0] for k in KINDS}
     for result, page in results:
-        good, judged = result.holding
+        by = result.holding_by_kind()
+        for k, (a, b) in by.items():
+            totals[k][0] += a
+            totals[k][1] += b
+        cells = " | ".join(f"{by[k][0]} / {by[k][1]}" if by[k][1] else "–" for k in KINDS)
         lines.append(f"| [{result.name}]({page.relative_to(Path(out)).as_posix()}) | {result.title} | "
-                     f"{good} / {judged} | {'quick' if result.quick else 'full'} | {result.seconds:.1f} |")
+                     f"{cells} | {'quick' if result.quick else 'full'} | {result.seconds:.1f} |")
+    if len(results) > 1:
+        lines.append("| all | | " + " | ".join(f"{a} / {b}" if b else "–" for a, b in totals.values()) + " | | |")
     index = Path(out) / "README.md"
     index.write_text("\n".join(lines) + "\n")
     return index

@@ -58,8 +58,7 @@ def cmd_reproduce(args) -> int:
             result, page = reproduce(name, out, quick=args.quick, progress=step)
         finally:
             bar.close()
-        good, judged = result.holding
-        print(f"{name}: {good} of {judged} results hold ({'quick' if args.quick else 'full'}, "
+        print(f"{name}: results that hold: {result.holding_text()} ({'quick' if args.quick else 'full'}, "
               f"{result.seconds:.1f} s): {page}")
         results.append((result, page))
     if args.all:

@@ -18,7 +18,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Claim", "Result", "Row", "plot_series", "ratio_text", "write_result"]
+__all__ = ["COUNT_UNITS", "KINDS", "Claim", "Result", "Row", "plot_series", "ratio_text", "write_result"]
+
+
+#: the categories a page counts apart (:attr:`Row.category`), in the order pages print them
+KINDS = {"simulated": "simulated timings and rates", "equation": "the paper's equations evaluated",
+         "count": "exact counts (rounds, messages, bytes, sizes)", "claim": "the paper's conclusions"}
+#: units of rows that are exact counts of a schedule or a network
+COUNT_UNITS = ("", "messages", "B", "rounds", "ranks", "steps", "switches", "endpoints")
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,22 @@ class Row:
     unit: str = ""
     holds: bool | None = None
     note: str = ""
+    kind: str | None = None          # one of KINDS; None: inferred (:attr:`category`)
+
+    @property
+    def category(self) -> str:
+        """What the row tests, so that pages count them apart: ``count`` (an exact structural
+        count of the schedule: rounds, messages, bytes, switches), ``equation`` (the paper's own
+        closed form evaluated, not the simulator: a quantity naming ``eq.`` or a paper's
+        ``model``), or ``simulated`` (a time, rate or ratio the simulator produced)."""
+        if self.kind is not None:
+            return self.kind
+        if "eq." in self.quantity or "model)" in self.quantity:
+            return "equation"
+        exact = all(isinstance(x, int) or (isinstance(x, float) and x.is_integer()) for x in (self.paper, self.model))
+        if self.unit in COUNT_UNITS and exact:
+            return "count"
+        return "simulated"
 
     @property
     def ratio(self) -> float | None:
@@ -78,6 +101,21 @@ class Result:
         judged = [r.holds for r in self.rows if r.holds is not None] + [c.holds for c in self.claims]
         return sum(judged), len(judged)
 
+    def holding_by_kind(self) -> dict[str, tuple[int, int]]:
+        """``{kind: (hold, judged)}`` for every kind of :data:`KINDS` (claims as ``claim``): a page's
+        exact counts never pad its timings."""
+        out = {k: [0, 0] for k in KINDS}
+        for kind, holds in [(r.category, r.holds) for r in self.rows] + [("claim", c.holds) for c in self.claims]:
+            if holds is not None:
+                out[kind][0] += bool(holds)
+                out[kind][1] += 1
+        return {k: (a, b) for k, (a, b) in out.items()}
+
+    def holding_text(self) -> str:
+        """``simulated 5 / 18, equations 3 / 5, counts 40 / 40, claims 2 / 4`` (kinds judged only)."""
+        short = {"simulated": "simulated", "equation": "equations", "count": "counts", "claim": "claims"}
+        return ", ".join(f"{short[k]} {a} / {b}" for k, (a, b) in self.holding_by_kind().items() if b)
+
 
 def _number(x) -> str:
     if isinstance(x, str):
@@ -100,22 +138,23 @@ def write_result(result: Result, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / f"{result.name}.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["quantity", "where", "paper", "topocoll", "unit", "ratio", "holds", "note"])
+        w.writerow(["quantity", "where", "paper", "topocoll", "unit", "ratio", "kind", "holds", "note"])
         for r in result.rows:
             w.writerow([r.quantity, r.where, r.paper, r.model, r.unit, "" if r.ratio is None else f"{r.ratio:.6g}",
-                        "" if r.holds is None else r.holds, r.note])
+                        r.category, "" if r.holds is None else r.holds, r.note])
     good, judged = result.holding
     lines = [f"# {result.title}", "",
              f"Paper: {result.paper}", "",
              f"Model: {result.model}", "",
              f"Size: {'reduced (`--quick`)' if result.quick else 'full'}; ran in {result.seconds:.1f} s. "
-             f"{good} of {judged} judged results hold. Rows: [{result.name}.csv]({result.name}.csv).", "",
+             f"Results that hold, counted apart: {result.holding_text()} ({good} of {judged} in all). "
+             f"Rows: [{result.name}.csv]({result.name}.csv).", "",
              "## The paper's numbers beside topocoll's", "",
-             "| quantity | where | paper | topocoll | unit | ratio | verdict | note |",
-             "|---|---|---:|---:|---|---:|---|---|"]
+             "| quantity | where | paper | topocoll | unit | ratio | kind | verdict | note |",
+             "|---|---|---:|---:|---|---:|---|---|---|"]
     for r in result.rows:
         lines.append(f"| {r.quantity} | {r.where} | {_number(r.paper)} | {_number(r.model)} | {r.unit} | "
-                     f"{ratio_text(r.ratio)} | {_verdict(r.holds)} | {r.note} |")
+                     f"{ratio_text(r.ratio)} | {r.category} | {_verdict(r.holds)} | {r.note} |")
     lines += ["", "## The paper's conclusions", ""]
     for c in result.claims:
         lines.append(f"- **{c.text}** ({c.where}): {_verdict(c.holds)}. {c.why}")

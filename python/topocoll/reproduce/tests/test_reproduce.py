@@ -21,13 +21,21 @@ def test_row_ratio_and_page_and_csv(tmp_path):
     res.claims.append(Claim("it is faster", "§5", True, "because."))
     assert res.rows[0].ratio == 1.5 and res.rows[1].ratio is None
     assert res.holding == (2, 3)                          # the count row and the claim, of three judged
+    # counted apart: the exact count never pads the timing that fails
+    res.rows.append(Row("messages (eq. 1)", "§3", 7, 7.0, "messages", True))
+    assert [r.category for r in res.rows] == ["simulated", "simulated", "count", "equation"]
+    assert res.holding_by_kind() == {"simulated": (0, 1), "equation": (1, 1), "count": (1, 1), "claim": (1, 1)}
+    assert res.holding_text() == "simulated 0 / 1, equations 1 / 1, counts 1 / 1, claims 1 / 1"
     page = write_result(res, tmp_path).read_text()
-    assert "| time | Fig. 1 | 2 | 3 | s | 1.500 | does not hold | n |" in page
-    assert "| trend | Fig. 2 | grows | 1.2 | × | - | - |" in page
-    assert "**it is faster** (§5): holds. because." in page and "2 of 3 judged results hold" in page
+    assert "| time | Fig. 1 | 2 | 3 | s | 1.500 | simulated | does not hold | n |" in page
+    assert "| trend | Fig. 2 | grows | 1.2 | × | - | simulated | - |" in page
+    assert "**it is faster** (§5): holds. because." in page
+    assert "counted apart: simulated 0 / 1, equations 1 / 1, counts 1 / 1, claims 1 / 1 (3 of 4 in all)" in page
+    res.rows.pop()
     with open(tmp_path / "x.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["ratio"] for r in rows] == ["1.5", "", "1"]
+    assert [r["ratio"] for r in rows] == ["1.5", "", "1", "1"]
+    assert [r["kind"] for r in rows] == ["simulated", "simulated", "count", "equation"]
 
 
 def test_butterfly_round_formulas_by_hand():
@@ -97,7 +105,7 @@ def test_cli_runs_one_experiment_and_lists(tmp_path, capsys):
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == list(EXPERIMENTS)
     assert main(["reproduce", "butterfly", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("butterfly: ") and "results hold (quick" in out
+    assert out.startswith("butterfly: results that hold: counts ") and "(quick" in out
     assert (tmp_path / "butterfly" / "butterfly.md").exists()
 
 
