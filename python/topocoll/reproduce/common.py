@@ -184,7 +184,15 @@ def plot_series(path: Path, series, *, xlabel: str, ylabel: str, title: str, log
     """The paper's points beside the model's: ``series`` = ``[(label, xs, ys,
     kind)]`` with ``kind`` ``"paper"`` (large hollow markers, no line) or
     ``"model"`` (line with small markers)."""
-    from ..viz.figure import new_figure, save
+    from ..viz.figure import save
+    return save(series_figure(series, xlabel=xlabel, ylabel=ylabel, title=title, logx=logx, logy=logy,
+                              xticks=xticks), path, "reproduce")
+
+
+def series_figure(series, *, xlabel: str, ylabel: str, title: str, logx: bool = False, logy: bool = False,
+                  xticks=None):
+    """The figure :func:`plot_series` writes."""
+    from ..viz.figure import new_figure
     fig = new_figure(6.4, 4.2)
     ax = fig.add_subplot()
     for label, xs, ys, kind in series:
@@ -198,13 +206,17 @@ def plot_series(path: Path, series, *, xlabel: str, ylabel: str, title: str, log
     if logy:
         ax.set_yscale("log")
     if xticks is not None:
+        # the ticks as plain numbers (144, not the log axis's 1.125×2^7)
+        from matplotlib.ticker import FixedFormatter, NullFormatter
         ax.set_xticks(xticks)
+        ax.xaxis.set_major_formatter(FixedFormatter([f"{x:g}" for x in xticks]))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    return save(fig, path, "reproduce")
+    return fig
 
 
 class Timer:

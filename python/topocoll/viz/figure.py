@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 
-__all__ = ["FORMATS", "check_path", "new_figure", "save"]
+__all__ = ["FORMATS", "check_path", "fit_titles", "new_figure", "save"]
 
 #: file suffixes :func:`save` writes, and matplotlib's name for each
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -51,6 +51,29 @@ def check_path(path, where: str) -> tuple[Path, str]:
     return Path(text), fmt
 
 
+def fit_titles(fig) -> None:
+    """Wrap every axes title (and the figure's own) onto as many lines as it needs to fit its
+    axes' width, so that no title is cut at the figure's edge ("P=", "…50 runs per"). Width in
+    characters: the axes' width in points over 0.55 em per character, a conservative average
+    for DejaVu Sans (matplotlib's default font)."""
+    import textwrap
+    width_in = fig.get_figwidth()
+    for ax in fig.axes:
+        for loc in ("center", "left", "right"):
+            title = ax.get_title(loc)
+            if not title or "\n" in title:
+                continue
+            size = ax.title.get_fontsize() if loc == "center" else ax._left_title.get_fontsize()
+            chars = max(12, int(width_in * ax.get_position().width * 72 / (0.55 * size)))
+            if len(title) > chars:
+                ax.set_title("\n".join(textwrap.wrap(title, chars)), loc=loc)
+    if fig._suptitle is not None and "\n" not in fig._suptitle.get_text():
+        text = fig._suptitle.get_text()
+        chars = max(12, int(width_in * 72 / (0.55 * fig._suptitle.get_fontsize())))
+        if len(text) > chars:
+            fig._suptitle.set_text("\n".join(textwrap.wrap(text, chars)))
+
+
 def save(fig, path, where: str) -> Path:
     """Write ``fig`` to ``path`` in the format its suffix names.
 
@@ -64,6 +87,7 @@ def save(fig, path, where: str) -> Path:
         ``filename``: the command line turns it into its one-line error).
     """
     path, fmt = check_path(path, where)
+    fit_titles(fig)
     import matplotlib
     with open(path, "wb") as out, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "topocoll"}):
         fig.savefig(out, format=fmt, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
