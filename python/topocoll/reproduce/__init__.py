@@ -48,7 +48,8 @@ def reproduce(name: str, out, *, quick: bool = False, progress=lambda what: None
 
 
 def write_index(results, out) -> Path:
-    """``out/README.md``: one line per experiment with how many results hold, by kind."""
+    """``out/README.md`` (and ``out/index.html``, pages linked as HTML): one line per experiment with how
+    many results hold, by kind."""
     from .common import KINDS
     lines = ["# Reproductions", "", "Written by `topocoll reproduce`; each page lists the paper's numbers beside "
              "topocoll's, the conclusions checked, and what the model lacks where they differ.", "",
@@ -70,4 +71,7 @@ def write_index(results, out) -> Path:
         lines.append("| all | | " + " | ".join(f"{a} / {b}" if b else "–" for a, b in totals.values()) + " | | |")
     index = Path(out) / "README.md"
     index.write_text("\n".join(lines) + "\n")
+    from .common import _write_html_beside
+    html_index = _write_html_beside(index, "Reproductions", [])
+    html_index.replace(index.with_name("index.html"))
     return index

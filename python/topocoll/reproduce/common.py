@@ -168,7 +168,21 @@ def write_result(result: Result, out: Path) -> Path:
         lines += ["", "## Not reproduced here", ""] + [f"- {t}" for t in result.not_done]
     page = out / f"{result.name}.md"
     page.write_text("\n".join(lines) + "\n")
+    _write_html_beside(page, result.title, [("../index.html", "all reproductions")], up=2)
     return page
+
+
+def _write_html_beside(markdown: Path, title: str, nav: list[tuple[str, str]], *, up: int = 1) -> Path:
+    """``NAME.html`` beside ``NAME.md``: the same page for a browser (:mod:`topocoll.viz.site`), with ``nav``
+    and, where the reproductions' folder (``up`` levels above the page) is a demo report's ``reproduce/``
+    folder, a link back to the report."""
+    from ..viz.site import markdown_to_html, page
+    folder = markdown.parents[up - 1]
+    if folder.name == "reproduce" and (folder.parent / "index.html").exists():
+        nav = nav + [("../" * up + "index.html", "demo report")]
+    target = markdown.with_suffix(".html")
+    target.write_text(page(title, markdown_to_html(markdown.read_text()), nav=nav))
+    return target
 
 
 def write_csv(path: Path, header, rows) -> Path:
