@@ -98,6 +98,9 @@ def _options(args) -> dict:
         text = getattr(args, name)
         out[name] = None if text is None else _typed(f"--{name}", positive_int, text)
     out["seed"] = _typed("--seed", seed, args.seed)
+    out["osu"] = bool(getattr(args, "osu", False))
+    if out["osu"] and args.collective == "composite":
+        raise SpecError("--osu given for composite, expected a collective (OSU has no compositing test)")
     out["np"] = None if args.np is None else _typed("--np", _NP, args.np)
     if args.collective == "composite":
         if args.sizes is not None:
@@ -175,6 +178,33 @@ def _print_result(result) -> None:
             from ..schedules.sizes import CONVENTION
             print(f"\nmessage size {_bytes(size)} ({CONVENTION[result.collective]}):")
         print(_table(table))
+
+
+#: OSU's test names (osu_util's headers), by collective
+_OSU_NAMES = {"allreduce": "Allreduce", "reduce": "Reduce", "bcast": "Broadcast", "barrier": "Barrier",
+              "allgather": "Allgather", "alltoall": "All-to-All Personalized Exchange",
+              "reduce_scatter": "Reduce_scatter"}
+
+
+def osu_text(result) -> str:
+    """The result as the OSU Micro-Benchmarks print it (``osu_allreduce -f``: size left-aligned in 10
+    columns, then average, minimum and maximum latency in µs and the iterations, each right-aligned in
+    18 columns with 2 decimals; ``osu_util.c``'s ``print_stats`` layout), one block per algorithm with
+    its name in the title line, so plotting scripts written for OSU read it unchanged."""
+    lines = []
+    for algorithm in dict.fromkeys(r.algorithm for r in result.rows):
+        rows = [r for r in result.rows if r.algorithm == algorithm]
+        shown = ", ".join(f"{k}={v}" for k, v in rows[0].params.items())
+        what = _OSU_NAMES.get(result.collective, result.collective)
+        lines += [f"# OSU MPI {what} Latency Test (topocoll bench: {algorithm}{f' ({shown})' if shown else ''}, "
+                  f"P={result.p}, {result.library})",
+                  f"{'# Size':<10}{'Avg Latency(us)':>18}{'Min Latency(us)':>18}{'Max Latency(us)':>18}"
+                  f"{'Iterations':>12}"]
+        for r in rows:
+            lines.append(f"{r.size_bytes:<10d}{r.avg_us:>18.2f}{r.min_us:>18.2f}{r.max_us:>18.2f}"
+                         f"{r.iterations:>12d}")
+        lines.append("")
+    return "\n".join(lines)
 
 
 # ---- the verb ----------------------------------------------------------------------------------
@@ -408,7 +438,10 @@ def _run(opts, comm) -> int:
     else:
         result = bench(opts["collective"], opts["sizes"], **common)
     if rank == 0:
-        _print_result(result)
+        if opts.get("osu"):
+            print(osu_text(result), end="")
+        else:
+            _print_result(result)
         if opts.get("csv_path"):
             write_csv(result, opts["csv_path"])
         if opts.get("json_path"):
@@ -445,6 +478,9 @@ def add_bench_parser(subparsers) -> None:
     p.add_argument("--repetitions", metavar="N",
                    help="window-synchronised repetitions, ReproMPI's nrep (default 30; 10 frames)")
     p.add_argument("--seed", default="0", help="seed of the inputs the results are checked on (default 0)")
+    p.add_argument("--osu", action="store_true",
+                   help="print as the OSU Micro-Benchmarks do (# Size  Avg Latency(us) ...), one block per "
+                        "algorithm, so OSU plotting scripts read it")
     p.add_argument("--csv", metavar="FILE", help="write every row as CSV")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON")
     p.add_argument("--np", metavar="N", help=f"without mpiexec: start N ranks (1..{MAX_NP}) on this machine under "

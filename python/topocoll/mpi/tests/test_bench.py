@@ -189,6 +189,31 @@ def test_every_algorithm_beside_the_library_with_finite_ratios(tmp_path):
 
 
 @pytest.mark.mpi
+def test_osu_output_reads_like_osu_allreduce(tmp_path):
+    """`--osu`: the OSU Micro-Benchmarks' layout (osu_util.c print_stats with -f: size in 10 left-aligned
+    columns, avg/min/max in 18 right-aligned columns with 2 decimals, iterations in 12), parsed here
+    the way OSU plotting scripts do (skip '#' lines, split on whitespace)."""
+    out = tmp_path / "r.json"
+    proc = mpirun(2, "allreduce", "--sizes", "8,1K", *TINY, "--osu", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    blocks = [b for b in proc.stdout.split("\n\n") if b.strip()]
+    data = json.loads(out.read_text())
+    assert len(blocks) == len({r["algorithm"] for r in data["rows"]})
+    for block in blocks:
+        lines = block.strip("\n").splitlines()
+        assert lines[0].startswith("# OSU MPI Allreduce Latency Test (topocoll bench: ")
+        assert lines[1] == "# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations"
+        algorithm = lines[0].split("topocoll bench: ")[1].split(",")[0].split(" (")[0]
+        rows = {r["size_bytes"]: r for r in data["rows"] if r["algorithm"] == algorithm}
+        for line in lines[2:]:
+            size, avg, lo, hi, iters = line.split()
+            assert len(line) == 10 + 18 * 3 + 12 and line[:10].rstrip() == size
+            r = rows[int(size)]
+            assert float(avg) == round(r["avg_us"], 2) and float(lo) == round(r["min_us"], 2)
+            assert float(hi) == round(r["max_us"], 2) and int(iters) == r["iterations"]
+
+
+@pytest.mark.mpi
 def test_composite_reports_frames_per_second(tmp_path):
     out = tmp_path / "c.json"
     proc = mpirun(2, "composite", "--width", "48", "--height", "20", *TINY, "--json", str(out))
