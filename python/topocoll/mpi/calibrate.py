@@ -699,8 +699,8 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
     lines.append(f"eager      {eager}")
     lines.append(f"γ          {gamma_line}")
     if "intra" in levels:
-        lines.append("intra-node level stored in the profile; no model reads it until the node model (issue 19 "
-                     "§1) lands")
+        lines.append("intra-node level stored in the profile; no model reads it yet (ranks on one host are "
+                     "modelled by the spec's +ppn= options: lat=, bw=, mem=)")
     for c in collectives:
         lines.append(f"kept       {c['benchmark']} on {c['p']} ranks" + (f", {c['ppn']} per node" if c["ppn"] else "")
                      + f" ({len(c['points'])} sizes) in the profile's meta, to compare predictions with")

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParseError, ScheduleError, SpecError
+from ..inputs import TABLE_BYTES, read_text
 from .program import COPY, RECV, REDUCE, SEND, OpChunk, OpProgram, concatenate
 from .registry import MAX_P
 from .sizes import MAX_BYTES
@@ -612,10 +613,5 @@ def read_goal(text_or_path) -> GoalProgram:
         return _Reader(text_or_path, "<string>").run()
     else:
         raise SpecError(f"read_goal: {type(text_or_path).__name__} {text_or_path!r}, expected GOAL text or a path")
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ParseError(f"{path}: cannot read ({err.strerror}), expected a GOAL file") from None
-    except UnicodeDecodeError:
-        raise ParseError(f"{path}: not text, expected a GOAL file") from None
+    text = read_text(path, limit=TABLE_BYTES, what="a GOAL file")
     return _Reader(text, str(path)).run()

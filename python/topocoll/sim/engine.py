@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import ScheduleError, SpecError
+from ..inputs import TEXT_BYTES, read_bytes
 from ..schedules.ir import Schedule
 from ..schedules.pattern import Pattern
 from .model import Estimate, Network, Platform, _positive, make_network
@@ -242,12 +243,8 @@ class OsNoise:
         """Read a Netgauge noise trace: one ``start<TAB>duration`` line per
         detour, in ns (``#`` comments and blank lines skipped)."""
         starts, lens = [], []
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise SpecError(f"{path}: {e.strerror}, expected a Netgauge noise trace (start<TAB>duration in ns)") \
-                from None
+        data = read_bytes(path, limit=TEXT_BYTES, what="a Netgauge noise trace (start<TAB>duration in ns)",
+                          text=True, error=SpecError)
         try:
             lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError as e:

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..errors import ParseError, SpecError
+from ..inputs import read_json
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
@@ -359,13 +360,7 @@ def load_profile(path) -> MachineProfile:
         format, a missing or unknown field, or a value out of range.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise ParseError(f"{path}: {e.strerror}, expected a machine profile from `topocoll calibrate`") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ParseError(f"{path}: not JSON ({e}), expected a machine profile from `topocoll calibrate`") \
-            from None
+    data = read_json(path, what="a machine profile from `topocoll calibrate`")
     if not isinstance(data, dict):
         raise ParseError(f"{path}: a JSON {type(data).__name__}, expected an object (a machine profile)")
     if data.get("format") not in PROFILE_FORMATS:
