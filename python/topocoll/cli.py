@@ -378,11 +378,11 @@ def cmd_compare(args) -> int:
     check_collective(args.collective)
     sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
-    from .tune.cli import check_output, ranking_csv, ranking_json, write_output
+    from .outputs import check_outputs, input_files
+    from .tune.cli import ranking_csv, ranking_json, write_output
     if args.json == "-" and args.csv == "-":
         raise SpecError("compare: --json - and --csv - both write to stdout, expected one at most")
-    check_output("--json", args.json)
-    check_output("--csv", args.csv)
+    check_outputs([("--json", args.json), ("--csv", args.csv)], input_files(args), stdout=("--json", "--csv"))
     progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
 
     def plan(evaluations, messages, processes):

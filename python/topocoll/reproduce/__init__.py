@@ -15,6 +15,7 @@ import importlib
 from pathlib import Path
 
 from ..errors import SpecError
+from ..outputs import write_text
 
 __all__ = ["EXPERIMENTS", "reproduce", "write_index"]
 
@@ -57,5 +58,5 @@ def write_index(results, out) -> Path:
         lines.append(f"| [{result.name}]({page.relative_to(Path(out)).as_posix()}) | {result.title} | "
                      f"{good} / {judged} | {'quick' if result.quick else 'full'} | {result.seconds:.1f} |")
     index = Path(out) / "README.md"
-    index.write_text("\n".join(lines) + "\n")
+    write_text(index, "\n".join(lines) + "\n", option="--out")
     return index

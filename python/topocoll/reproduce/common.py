@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..outputs import atomic, write_text
+
 __all__ = ["Claim", "Result", "Row", "plot_series", "ratio_text", "write_result"]
 
 
@@ -98,7 +100,7 @@ def _verdict(holds: bool | None) -> str:
 def write_result(result: Result, out: Path) -> Path:
     """Write ``out/NAME.md`` and ``out/NAME.csv`` (the rows); return the page."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / f"{result.name}.csv", "w", newline="") as f:
+    with atomic(out / f"{result.name}.csv", option="--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(["quantity", "where", "paper", "topocoll", "unit", "ratio", "holds", "note"])
         for r in result.rows:
@@ -128,12 +130,12 @@ def write_result(result: Result, out: Path) -> Path:
     if result.not_done:
         lines += ["", "## Not reproduced here", ""] + [f"- {t}" for t in result.not_done]
     page = out / f"{result.name}.md"
-    page.write_text("\n".join(lines) + "\n")
+    write_text(page, "\n".join(lines) + "\n", option="--out")
     return page
 
 
 def write_csv(path: Path, header, rows) -> Path:
-    with open(path, "w", newline="") as f:
+    with atomic(path, option="--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
         w.writerows(rows)

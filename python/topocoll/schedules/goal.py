@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import ParseError, ScheduleError, SpecError
 from ..inputs import TABLE_BYTES, read_text
+from ..outputs import write_text
 from .program import COPY, RECV, REDUCE, SEND, OpChunk, OpProgram, concatenate
 from .registry import MAX_P
 from .sizes import MAX_BYTES
@@ -230,9 +231,7 @@ def to_goal(schedule, *, reduce_cost_per_byte: float = 1.0) -> str:
 
 def write_goal(schedule, path, *, reduce_cost_per_byte: float = 1.0) -> Path:
     """Write :func:`to_goal` of ``schedule`` to ``path`` and return the path."""
-    path = Path(path)
-    path.write_text(to_goal(schedule, reduce_cost_per_byte=reduce_cost_per_byte))
-    return path
+    return write_text(path, to_goal(schedule, reduce_cost_per_byte=reduce_cost_per_byte), option="GOAL file")
 
 
 # --------------------------------------------------------------------------- reading

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ..errors import ParseError, SpecError
 from ..inputs import read_json
+from ..outputs import write_text
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
@@ -342,12 +343,7 @@ def _check_number(where: str, name: str, value, *, strict: bool) -> float:
 
 def save_profile(profile: MachineProfile, path) -> Path:
     """Write ``profile`` as JSON to ``path``; SpecError if it cannot be written."""
-    path = Path(path)
-    try:
-        path.write_text(json.dumps(profile.as_dict(), indent=1) + "\n")
-    except OSError as e:
-        raise SpecError(f"{path}: {e.strerror}, expected a writable path for the profile") from None
-    return path
+    return write_text(path, json.dumps(profile.as_dict(), indent=1) + "\n", option="profile")
 
 
 def load_profile(path) -> MachineProfile:

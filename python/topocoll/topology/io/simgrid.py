@@ -46,6 +46,7 @@ import numpy as np
 
 from topocoll.errors import SpecError
 from topocoll.inputs import TABLE_BYTES, read_bytes
+from topocoll.outputs import write_text
 
 from ..dragonfly import simgrid_dragonfly
 from ..graph import GraphBuilder
@@ -1048,6 +1049,23 @@ def export_seconds(routes: int, hops: int) -> float:
     return wall_seconds(EXPORT_S_PER_HOP * hops + EXPORT_S_PER_ROUTE * routes)
 
 
+def check_export(topology: Topology, router=None):
+    """The router of an export of ``topology``, refused in one line (before anything is written)
+    where the export cannot be made: more than :data:`MAX_EXPORT_ENDPOINTS` endpoints, a per-packet
+    or multipath routing."""
+    from ..routing import make_router
+    t, n = topology, topology.n_endpoints
+    if n > MAX_EXPORT_ENDPOINTS:
+        raise SpecError(f"--export-simgrid: {t.spec} has {n} endpoints, expected at most {MAX_EXPORT_ENDPOINTS} "
+                        f"(a Full zone holds one route per ordered host pair: {n * (n - 1):,})")
+    r = router if router is not None else make_router(t)
+    r.require_static("--export-simgrid")
+    if r.multipath:
+        raise SpecError(f"--export-simgrid: routing {r.name} splits flows over several paths, expected a single-path "
+                        "routing (SimGrid routes are one link list per pair)")
+    return r
+
+
 def write_simgrid(topology: Topology, path, *, router=None, progress: bool = False) -> dict:
     """Write ``topology`` with ``router``'s routes (the family default if None) as a SimGrid 3.32
     platform: one ``Full`` zone, a host per endpoint (1 Gf), a ``SPLITDUPLEX`` link per cable (a
@@ -1064,17 +1082,10 @@ def write_simgrid(topology: Topology, path, *, router=None, progress: bool = Fal
         More than :data:`MAX_EXPORT_ENDPOINTS` endpoints, a multipath or per-packet routing, or an
         unwritable path.
     """
-    from ..routing import make_router, route
+    from ..routing import route
     t = topology
     n = t.n_endpoints
-    if n > MAX_EXPORT_ENDPOINTS:
-        raise SpecError(f"--export-simgrid: {t.spec} has {n} endpoints, expected at most {MAX_EXPORT_ENDPOINTS} "
-                        f"(a Full zone holds one route per ordered host pair: {n * (n - 1):,})")
-    r = router if router is not None else make_router(t)
-    r.require_static("--export-simgrid")
-    if r.multipath:
-        raise SpecError(f"--export-simgrid: routing {r.name} splits flows over several paths, expected a single-path "
-                        "routing (SimGrid routes are one link list per pair)")
+    r = check_export(t, router)
     hosts = [_xml_id(x) for x in t.names[:n]]
     if len(set(hosts)) != n:   # multi-rail hosts share a name: number the adapters
         hosts = [f"{h}_e{i}" for i, h in enumerate(hosts)]
@@ -1134,8 +1145,5 @@ def write_simgrid(topology: Topology, path, *, router=None, progress: bool = Fal
     if meter is not None:
         meter.close()
     lines += ["  </zone>", "</platform>", ""]
-    try:
-        Path(path).write_text("\n".join(lines))
-    except OSError as e:
-        raise SpecError(f"--export-simgrid {str(path)!r}: {e.strerror or e}, expected a writable file") from None
+    write_text(path, "\n".join(lines), option="--export-simgrid")
     return {"hosts": n, "cables": len(cables), "routes": int(len(src)), "path": str(path)}
