@@ -208,6 +208,10 @@ def cmd_tune(args) -> int:
                           stdout=[opt for opt, dest in _OUTPUTS if dest != "plot"])
     if args.plot is not None and Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise SpecError(f"--plot {args.plot!r}, expected a .png, .svg or .pdf file")
+    procs = parse_procs(args.procs)
+    if args.plot is not None and len(collectives) * len(procs) > MAX_PANELS:     # before any work
+        raise SpecError(f"--plot: {len(collectives) * len(procs)} panels (collectives × P), expected at most "
+                        f"{MAX_PANELS}: tune fewer P or collectives")
     try:
         commutative, idempotent = OPERATORS[args.op]
     except KeyError:
@@ -239,7 +243,7 @@ def cmd_tune(args) -> int:
             shown["bar"].update(done - shown["bar"].n)
 
     try:
-        table = tune(collectives, parse_procs(args.procs), parse_size_range(args.sizes), topology=args.topology,
+        table = tune(collectives, procs, parse_size_range(args.sizes), topology=args.topology,
                      routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
                      reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
