@@ -144,3 +144,14 @@ def test_start_then_polling_test_completes_at_every_size():
     lines = proc.stdout.splitlines()
     assert len(lines) == 4 and all(line.startswith("OK start() + test() polling") for line in lines), proc.stdout
     assert [line.rsplit(" B ", 1)[0].rsplit(" ", 1)[1] for line in lines] == ["8", "4096", "262144", "1048576"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--collective", "Allreduce"], "collective 'Allreduce', expected one of allgather, allreduce"),
+    (["--collective", "allreduce", "--algorithm", "Ring"], "algorithm 'Ring' for allreduce, expected one of"),
+])
+def test_a_misspelt_name_is_refused_not_a_check_of_nothing(args, line):
+    """A typo once checked nothing and exited 0."""
+    proc = mpirun(1, *args)
+    assert proc.returncode != 0 and proc.stdout == "", proc.stdout
+    assert f"topocoll: rank 0: error: {line}" in proc.stderr, proc.stderr

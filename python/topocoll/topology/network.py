@@ -116,9 +116,10 @@ def make_topology(spec, family, n_endpoints, n_switches, src, dst, bandwidth, la
                     dict(params or {}), tuple(names), port)
 
 
-#: largest link latency, s (about 11.6 days: 10^18 ps, an eighteenth of the engine's 64-bit ps clock;
-#: a real cable's is below a millisecond)
-MAX_LATENCY_S = 1e6
+#: largest link latency, s: a real cable's is below a millisecond, a WAN link's below a second. A
+#: route's latencies add up per message, so the bound keeps them (10^12 ps a link) far inside the
+#: engine's 64-bit picosecond clock
+MAX_LATENCY_S = 1.0
 
 
 def check_bandwidth(value: float, where: str) -> float:
