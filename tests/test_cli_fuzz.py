@@ -458,8 +458,8 @@ CLOSED = [   # (argv with {dir}, a fragment the one line must hold)
     # 1.6·10^8 s of simulated time once printed as 0.2 s; 3·10^7 s of L as 7 µs
     (["simulate", "allreduce", "ring", "-P", "4", "--bandwidth", "10", "--size", "1G"],
      "simulated time could reach 2.577e+09 s"),
-    (SIM + ["--latency", "3e7"], "EngineOptions: L=30000000 s, expected a finite time in 0..1e6 s"),
-    (SIM + ["--alpha", "3e7"], "Platform: alpha=30000000 s, expected a finite time in 0..1e6 s"),
+    (SIM + ["--latency", "3e7"], "simulate: L=30000000.0 s, expected a finite time in 0..1e+06 s"),
+    (SIM + ["--alpha", "1e308"], "simulate: alpha=1e+308 s, expected a finite time in 0..1e+06 s"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1G", "--model", "packet", "--packet-bytes", "1"],
      "about 6,442,450,968 packets (6,442,450,944 B in 24 messages at packet_bytes=1), expected at most "
      "4,294,967,296 (MAX_PACKETS)"),
@@ -498,6 +498,20 @@ def test_the_closed_checks_are_not_over_broad(closed_files, tmp_path):
         code, _, err = run_in_process(argv)
         assert code == 0, (argv, err)
     assert json.loads((tmp_path / "p.json").read_text())["format"]
+
+
+def test_the_engine_edge_converts_no_time_beyond_its_clock():
+    """The Rust edge checks each time as it converts it to ps, behind the Python check above (a cast
+    once saturated at 2^64 - 1 ps and the clock's sums wrapped: 3·10^7 s of L simulated as 7 µs)."""
+    from topocoll.errors import SpecError
+    from topocoll.sim import Platform, make_network
+    from topocoll.sim.engine import EngineConfig, EngineOptions
+    net = make_network("crossbar:4", 4)
+    EngineConfig(options=EngineOptions(L=1e6)).core(Platform(alpha=1e6), net)       # the bound itself passes
+    with pytest.raises(SpecError, match=r"^EngineOptions: L=30000000 s, expected a finite time in 0\.\.1e6 s"):
+        EngineConfig(options=EngineOptions(L=3e7)).core(Platform(), net)
+    with pytest.raises(SpecError, match=r"^Platform: alpha=30000000 s, expected a finite time in 0\.\.1e6 s"):
+        EngineConfig().core(Platform(alpha=3e7), net)
 
 
 def test_reads_are_bounded_before_parsing(tmp_path):
@@ -610,3 +624,15 @@ def test_calibrate_summary_names_nothing_internal(closed_files, tmp_path):
                                      f"intra:{tmp_path}/intra.osu", "-o", f"{tmp_path}/p.json"])
     assert code == 0 and "intra-node level stored" in out
     assert not re.search(r"\bissue \d|\bhelper-", out + err, re.I), out + err
+
+
+def test_bisection_is_not_hidden_by_a_much_faster_link():
+    """A SimGrid dragonfly whose routers are joined by 10^9 parallel links: the hosts' links (two of
+    12.5 GB/s on each side of the halving) bound the bisection, as with one link; the max-flow's
+    tolerance, relative to the fastest link, once called every host link full: 0 B/s, exit 0."""
+    bisection = []
+    for links in (1, 1_000_000_000):
+        code, out, err = run_in_process(["topo", f"simgrid-dragonfly:1,1;1,1;4,{links};1", "--json"])
+        assert code == 0, err
+        bisection.append(json.loads(out)["bisection_bandwidth"])
+    assert bisection[0] == bisection[1] == pytest.approx(25e9)

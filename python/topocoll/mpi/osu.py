@@ -380,8 +380,9 @@ def _row(line: str, columns: list, rows: list, where: str) -> tuple[int, list]:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value <= 0:
-            raise OsuFormatError(f"{where}: {name} {text!r} at size {size}, expected a positive number")
+        if not math.isfinite(value * factor) or value <= 0:     # finite in SI units too
+            raise OsuFormatError(f"{where}: {name} {text!r} at size {size}, expected a positive number (finite in SI "
+                                 "units)")
         values.append(value)
     return size, values
 

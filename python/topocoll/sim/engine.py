@@ -61,6 +61,10 @@ _NONE = np.uint32(0xFFFFFFFF)
 #: largest OS-noise period, detour length, or trace start and duration, s (about 11.6 days): 10^18 ps, an
 #: eighteenth of the engine's 64-bit picosecond clock, so detours repeated over a run cannot overflow it
 MAX_OS_NOISE_S = 1e6
+#: longest single time of a run's configuration (α, o_r, g, L, router delay, eject handling), s: 10^6 s
+#: (about 11.6 days) is 10^18 ps, an eighteenth of the engine's clock (src/bindings/config.rs checks the
+#: same bound as it converts)
+MAX_TIME_S = 1e6
 #: the engine's clock counts picoseconds in 64 bits (2^64 ps, about 213 days). A run is refused before
 #: it starts when an upper bound of its simulated time (:class:`RunBound`: every op, byte and route
 #: latency one after the other) passes CLOCK_BUDGET_PS = 2^60 ps (about 13 days), a sixteenth of the
@@ -81,6 +85,17 @@ MAX_PORTS = 64
 
 def _ps(seconds: float) -> int:
     return int(round(seconds * _PS)) if seconds > 0 else 0
+
+
+def check_times(config: "EngineConfig", platform: Platform) -> None:
+    """Every time of the run's configuration finite and at most :data:`MAX_TIME_S` (one line naming
+    it), before any is converted to ps (a profile's α of 10^308 s once ended in an OverflowError)."""
+    o, pk = config.options, config.options.packet
+    for name, value in (("alpha", platform.alpha), ("o_recv", o.o_recv), ("g", o.g), ("L", o.L),
+                        ("router_delay", pk.router_delay), ("eject_handling", pk.eject_handling)):
+        if not (math.isfinite(value) and value <= MAX_TIME_S):
+            raise SpecError(f"simulate: {name}={value!r} s, expected a finite time in 0..{MAX_TIME_S:g} s "
+                            "(MAX_TIME_S: the engine counts picoseconds in 64 bits)")
 
 
 @dataclass(frozen=True)
@@ -701,6 +716,7 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         raise SpecError(f"simulate: config and {', '.join(given)} given, expected one of them")
     model, options, noise, os_noise, trace = (config.model, config.options, config.noise, config.os_noise,
                                               config.trace)
+    check_times(config, platform)
     net, bandwidth, latency = platform_network(platform, source.p)
     if model != "packet":
         net.router.require_static(f"the {model} model")

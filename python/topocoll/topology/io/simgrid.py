@@ -274,7 +274,7 @@ class _Reader:
         text = self.need(el, "radical")
         out = []
         for part in text.split(","):
-            m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", part)
+            m = re.fullmatch(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9}))?\s*", part)
             if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
                 self.err(el.line, f"cluster radical={text!r}, expected ranges such as '0-31' or '0-3,8,10-11'")
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
@@ -332,7 +332,10 @@ class _Reader:
             if any(len(x) != 2 for x in levels):
                 self.err(el.line, f"cluster {cid!r}: DRAGONFLY topo_parameters={params_text!r}, expected "
                                   "'groups,links;chassis,links;routers,links;nodes'")
-            (nodes,) = self._int_list(el, parts[3], ",", "DRAGONFLY nodes", "one integer")
+            nodes = self._int_list(el, parts[3], ",", "DRAGONFLY nodes", "one integer")
+            if len(nodes) != 1:
+                self.err(el.line, f"cluster {cid!r}: DRAGONFLY nodes {parts[3]!r}, expected one integer")
+            (nodes,) = nodes
             (g, gl), (c, cl), (b, bl) = levels
             if g * c * b * nodes != len(names):
                 self.err(el.line, f"cluster {cid!r}: DRAGONFLY {params_text} has {g * c * b * nodes} places for "
@@ -521,7 +524,10 @@ class _Reader:
         if len(parts) != 4:
             self.err(el.line, f"cluster {cid!r}: FAT_TREE topo_parameters={text!r}, expected "
                               "'levels;down1,..;up1,..;count1,..', e.g. '2;4,4;1,2;1,2'")
-        (levels,) = self._int_list(el, parts[0], ",", "FAT_TREE levels", "one integer")
+        levels = self._int_list(el, parts[0], ",", "FAT_TREE levels", "one integer")
+        if len(levels) != 1:
+            self.err(el.line, f"cluster {cid!r}: FAT_TREE levels {parts[0]!r}, expected one integer")
+        (levels,) = levels
         down, up, count = (self._int_list(el, x, ",", "FAT_TREE vector", f"{levels} integers") for x in parts[1:])
         if not len(down) == len(up) == len(count) == levels:
             self.err(el.line, f"cluster {cid!r}: FAT_TREE {text}: vectors of {len(down)}, {len(up)}, {len(count)} "
