@@ -429,6 +429,13 @@ def closed_files(tmp_path_factory):
         "latency.osu": b"# OSU MPI Latency Test v7.3\n# Size          Latency (us)\n1   1.5\n2  1.6\n4 1.7\n1024 3.0\n",
         "huge.rtr": b"c0-0c0s0a0l00(99999999999999999999999:0:0) green -> c0-0c0s6a0l10(0:0:6)\n",
         "latin1.hosts": b"node\xff\xfe1\n",
+        "slots.hosts": b"node1 slots=99999999999999999999\n",
+        "range.conf": b"SwitchName=s1 Nodes=n[1-999999999]\n",
+        "digits.conf": b"SwitchName=s1 Nodes=n[1-" + b"9" * 5000 + b"]\n",
+        "radical.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1us", extra="").replace(
+            'radical="0-3"', 'radical="0-' + "1" * 5000 + '"')).encode(),
+        "nodes.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1us", extra='topology="DRAGONFLY" '
+                                                      'topo_parameters="1,1;1,1;2,1;2,1"')).encode(),
     }
     for name, data in files.items():
         (d / name).write_bytes(data)
@@ -445,6 +452,13 @@ CLOSED = [   # (argv with {dir}, a fragment the one line must hold)
     (["topo", "rtr:{dir}/huge.rtr"], "group 99999999999999999999999, expected 0..65535"),
     (["topo", "kary:4,2", "--order", "hostfile:{dir}/latin1.hosts"],
      "latin1.hosts:1: not UTF-8 text (byte 4 is 0xff), expected a hostfile"),
+    (["topo", "crossbar:4", "--order", "hostfile:{dir}/slots.hosts"],
+     "slots.hosts:1: 99999999999999999999 slots, expected at most 1,000,000 (MAX_SLOTS)"),
+    (["topo", "crossbar:4", "--order", "slurm:{dir}/range.conf"],
+     "range.conf:1: 'n[1-999999999]' names more than 1,000,000 hosts, expected at most 1,000,000 (MAX_HOSTLIST)"),
+    (["topo", "crossbar:4", "--order", "slurm:{dir}/digits.conf"], "expected N or N-M (numbers of at most 9 digits)"),
+    (["topo", "simgrid:{dir}/radical.xml"], "expected ranges such as '0-31' or '0-3,8,10-11'"),
+    (["topo", "simgrid:{dir}/nodes.xml"], "DRAGONFLY nodes '2,1', expected one integer"),
     (["topo", "kary:4,2+ppn=2+ppn=3"], "+ppn= given 2 times, expected it once"),
     (["topo", "kary:4,2@bw=1GB/s,bw=2GB/s"], "option bw= given twice, expected each option once"),
     (SIM + ["--profile", "{dir}/deep.json"], "deep.json: JSON nested 100000 levels deep, expected a machine profile"),

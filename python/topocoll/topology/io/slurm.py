@@ -32,9 +32,9 @@ def expand_hostlist(text: str, where="hostlist") -> list:
             continue
         prefix, body, suffix = m.groups()
         for rng in body.split(","):
-            r = re.fullmatch(r"(\d+)(?:-(\d+))?", rng)
+            r = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", rng)
             if not r:
-                raise ParseError(f"{where}: range {rng!r} in {part!r}, expected N or N-M")
+                raise ParseError(f"{where}: range {rng!r} in {part!r}, expected N or N-M (numbers of at most 9 digits)")
             lo, hi = r.group(1), r.group(2) or r.group(1)
             if int(hi) < int(lo):
                 raise ParseError(f"{where}: range {rng!r} runs backwards, expected N-M with N <= M")
