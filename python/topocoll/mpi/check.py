@@ -158,8 +158,9 @@ def run_cases(report, collective, algorithm, params, op, count, seed, runs, tran
         check_schedule(report, sched, op, seed=seed, runs=runs, transport=transport, progress=progress)
 
 
+#: "gather" was listed here too, but the catalogue has no gather: it checked nothing (now refused)
 SUITE_OPS = {"allreduce": ["sum", "affine", "max"], "reduce": ["affine"], "bcast": ["sum"], "barrier": ["max"],
-             "reduce_scatter": ["sum", "affine"], "allgather": ["sum"], "alltoall": ["sum"], "gather": ["sum"]}
+             "reduce_scatter": ["sum", "affine"], "allgather": ["sum"], "alltoall": ["sum"]}
 
 
 def suite(report: Report, seed: int) -> None:
