@@ -623,12 +623,24 @@ def test_help_ends_with_two_examples_that_parse_and_names_nothing_internal(verb,
         assert args.verb == verb
 
 
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
 def test_algorithms_wrap_to_the_terminal(monkeypatch):
+    """On a terminal the catalogue fits its width (once 742-character lines); into a pipe it keeps
+    one line per algorithm for scripts."""
     for columns in (60, 100, 200):
-        monkeypatch.setenv("COLUMNS", str(columns))
-        code, out, _ = run_in_process(["algorithms"])
-        assert code == 0 and max(len(line) for line in out.splitlines()) <= columns, columns
-        assert "allreduce" in out and "radix_k" in out
+        monkeypatch.setenv("COLUMNS", str(columns))        # what shutil.get_terminal_size reads first
+        out = _Terminal()
+        with contextlib.redirect_stdout(out):
+            assert main(["algorithms"]) == 0
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= columns, columns
+        assert any("radix_k" in line for line in lines)
+    code, out, _ = run_in_process(["algorithms", "allreduce"])
+    assert code == 0 and all(line.startswith(("allreduce ", "collective ", "---")) for line in out.splitlines())
 
 
 def test_calibrate_summary_names_nothing_internal(closed_files, tmp_path):

@@ -181,11 +181,10 @@ def cmd_algorithms(args) -> int:
         same = same_result(info.collective, info.name)
         rows.append((info.collective, info.name, params, info.rounds, info.p_rule_text, needs_text(info.needs),
                      same.text if same else "not analysed", info.cost_formula, info.paper))
-    import os
     import shutil
 
     from .text import fits, records
-    if not (os.environ.get("COLUMNS") or sys.stdout.isatty()):
+    if not sys.stdout.isatty():
         print(_table(rows))           # into a pipe or a file: one line per algorithm, for grep and scripts
         return 0
     width = shutil.get_terminal_size().columns    # $COLUMNS, else the terminal's
