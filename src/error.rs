@@ -35,6 +35,8 @@ pub enum CoreError {
     Topology(String),
     /// A pair the routing cannot route (missing table entry, loop, dead end).
     NoRoute(String),
+    /// The user asked a long run to stop (Ctrl-C; `engine::core::Poll`).
+    Interrupted,
     /// `error` raised inside the Python-facing function `function`; shown as
     /// `function: error`.
     Within {
@@ -71,6 +73,7 @@ impl fmt::Display for CoreError {
             | CoreError::InvalidArgument(message)
             | CoreError::Topology(message)
             | CoreError::NoRoute(message) => f.write_str(message),
+            CoreError::Interrupted => f.write_str("interrupted"),
             CoreError::Within { function, error } => write!(f, "{function}: {error}"),
         }
     }

@@ -9,6 +9,7 @@ The seed is printed with any failure (``FUZZ_SEED``).
 
 import contextlib
 import io
+import json
 import os
 import random
 import signal
@@ -400,3 +401,264 @@ def test_bench_np_sigterm_ends_mpiexec_and_every_rank():
                 pass
         return ranks == 2
     _interrupt_and_check(proc, started, signal.SIGTERM, 143)
+
+
+# ---- closed parsers, results in range, files whole ---------------------------------------------------
+# Each input below once ended in a traceback, ran out of memory or time, or gave a wrong result with
+# exit 0; now each is one line naming the bad value and what was expected, exit 2.
+
+_PLATFORM = '<?xml version="1.0"?><platform version="4.1"><zone id="w" routing="Full">{}</zone></platform>'
+_CLUSTER = '<cluster id="c" prefix="h" suffix="" radical="0-3" speed="1Gf" bw="{bw}" lat="{lat}" {extra}/>'
+
+
+@pytest.fixture(scope="module")
+def closed_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("closed")
+    files = {
+        "deep.xml": ('<?xml version="1.0"?><platform version="4.1">' + '<zone id="z" routing="Full">' * 2000
+                     + "</zone>" * 2000 + "</platform>").encode(),
+        # 399 bytes that declare a fat tree of 8·10^12 links (one level, 10^12 parallel cables per host)
+        "fat.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1us", extra='topology="FAT_TREE" '
+                                                    'topo_parameters="1;4;1;999999999999"')).encode(),
+        "bw0.xml": _PLATFORM.format(_CLUSTER.format(bw="0Bps", lat="1us", extra="")).encode(),
+        "latinf.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1e400s", extra="")).encode(),
+        "deep.json": b"[" * 100_000 + b"]" * 100_000,
+        "window.osu": b"# OSU MPI Multiple Bandwidth / Message Rate Test v7.3\n# [ pairs: 1 ] [ window size: abc ]\n"
+                      b"# Size                  MB/s        Messages/s\n1                       2.0          2000000\n",
+        "huge.osu": b"# OSU MPI Latency Test v7.3\n# Size          Latency (us)\n99999999999999999999999   1.5\n",
+        "latency.osu": b"# OSU MPI Latency Test v7.3\n# Size          Latency (us)\n1   1.5\n2  1.6\n4 1.7\n1024 3.0\n",
+        "huge.rtr": b"c0-0c0s0a0l00(99999999999999999999999:0:0) green -> c0-0c0s6a0l10(0:0:6)\n",
+        "latin1.hosts": b"node\xff\xfe1\n",
+        "slots.hosts": b"node1 slots=99999999999999999999\n",
+        "range.conf": b"SwitchName=s1 Nodes=n[1-999999999]\n",
+        "digits.conf": b"SwitchName=s1 Nodes=n[1-" + b"9" * 5000 + b"]\n",
+        "radical.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1us", extra="").replace(
+            'radical="0-3"', 'radical="0-' + "1" * 5000 + '"')).encode(),
+        "nodes.xml": _PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="1us", extra='topology="DRAGONFLY" '
+                                                      'topo_parameters="1,1;1,1;2,1;2,1"')).encode(),
+    }
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    return d
+
+
+CLOSED = [   # (argv with {dir}, a fragment the one line must hold)
+    (["topo", "simgrid:{dir}/deep.xml"], "deep.xml:1: <zone> nested 65 elements deep, expected at most 64"),
+    (["topo", "simgrid:{dir}/fat.xml"], "has 7,999,999,999,992 links, expected at most 20,000,000"),
+    (["topo", "simgrid:{dir}/bw0.xml"], "bandwidth '0Bps' is 0.0 B/s, expected a finite bandwidth > 0"),
+    (["topo", "simgrid:{dir}/latinf.xml"], "time '1e400s' is inf s, expected a finite time in 0..1 s"),
+    (["topo", "simgrid:/dev/zero"], "/dev/zero: not a text file (byte 0 is NUL), expected a SimGrid platform"),
+    (["topo", "rtr:/dev/zero"], "/dev/zero: not a text file (byte 0 is NUL), expected an rtr --interconnect dump"),
+    (["topo", "rtr:{dir}/huge.rtr"], "group 99999999999999999999999, expected 0..65535"),
+    (["topo", "kary:4,2", "--order", "hostfile:{dir}/latin1.hosts"],
+     "latin1.hosts:1: not UTF-8 text (byte 4 is 0xff), expected a hostfile"),
+    (["topo", "crossbar:4", "--order", "hostfile:{dir}/slots.hosts"],
+     "slots.hosts:1: 99999999999999999999 slots, expected at most 1,000,000 (MAX_SLOTS)"),
+    (["topo", "crossbar:4", "--order", "slurm:{dir}/range.conf"],
+     "range.conf:1: 'n[1-999999999]' names more than 1,000,000 hosts, expected at most 1,000,000 (MAX_HOSTLIST)"),
+    (["topo", "crossbar:4", "--order", "slurm:{dir}/digits.conf"], "expected N or N-M (numbers of at most 9 digits)"),
+    (["topo", "simgrid:{dir}/radical.xml"], "expected ranges such as '0-31' or '0-3,8,10-11'"),
+    (["topo", "simgrid:{dir}/nodes.xml"], "DRAGONFLY nodes '2,1', expected one integer"),
+    (["topo", "kary:4,2+ppn=2+ppn=3"], "+ppn= given 2 times, expected it once"),
+    (["topo", "kary:4,2@bw=1GB/s,bw=2GB/s"], "option bw= given twice, expected each option once"),
+    (SIM + ["--profile", "{dir}/deep.json"], "deep.json: JSON nested 100000 levels deep, expected a machine profile"),
+    (SIM + ["--profile", "/dev/zero"], "/dev/zero: not a text file (byte 0 is NUL), expected a machine profile"),
+    (["calibrate", "--from-osu", "inter:{dir}/window.osu", "-o", "{dir}/p.json"],
+     "window.osu:2: window size 'abc', expected a whole number 1..999999999"),
+    (["calibrate", "--from-osu", "inter:{dir}/huge.osu", "-o", "{dir}/p.json"],
+     "huge.osu:3: size '99999999999999999999999', expected a whole number of bytes in 0..1099511627776"),
+    (["calibrate", "--from-osu", "inter:{dir}/latency.osu", "-o", "{dir}/./latency.osu"],
+     "is also an input (--from-osu inter:"),
+    # 1.6·10^8 s of simulated time once printed as 0.2 s; 3·10^7 s of L as 7 µs
+    (["simulate", "allreduce", "ring", "-P", "4", "--bandwidth", "10", "--size", "1G"],
+     "simulated time could reach 2.577e+09 s"),
+    (SIM + ["--latency", "3e7"], "simulate: L=30000000.0 s, expected a finite time in 0..1e+06 s"),
+    (SIM + ["--alpha", "1e308"], "simulate: alpha=1e+308 s, expected a finite time in 0..1e+06 s"),
+    (["simulate", "allreduce", "ring", "-P", "4", "--size", "1G", "--model", "packet", "--packet-bytes", "1"],
+     "about 6,442,450,968 packets (6,442,450,944 B in 24 messages at packet_bytes=1), expected at most "
+     "4,294,967,296 (MAX_PACKETS)"),
+    (["tune", "allreduce", "-P", "8", "--json", "{dir}/t.json", "--csv", "{dir}/./t.json"],
+     "--json and --csv both write"),
+    (["tune", "allreduce,alltoall", "-P", "1..64,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37",
+      "--json", "{dir}/t.json", "--plot", "{dir}/t.png"], "--plot: 50 panels (collectives × P), expected at most 48"),
+    (["topo", "crossbar:1100", "--draw", "{dir}/d.svg", "--export-simgrid", "{dir}/d.xml"],
+     "--export-simgrid: crossbar:1100 has 1100 endpoints, expected at most 1024"),
+    (["topo", "simgrid:{dir}/bw0.xml", "--export-simgrid", "{dir}/bw0.xml"], "is also an input (spec simgrid:"),
+    (SIM + ["--trace", "{dir}/x.json", "--matrix", "{dir}/x.json"], "--trace and --matrix both write"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", CLOSED, ids=[" ".join(a).replace("{dir}/", "")[-60:] for a, _ in CLOSED])
+def test_closed_inputs_fail_in_one_line_and_write_nothing(argv, fragment, closed_files):
+    before = {p.name: p.read_bytes() for p in closed_files.iterdir()}
+    argv = [a.replace("{dir}", str(closed_files)) for a in argv]
+    code, out, err = run_in_process(argv)
+    assert code == 2 and out == "", (argv, code, out, err)
+    assert err.startswith("topocoll: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert fragment in err, err
+    # nothing written, nothing overwritten (an input named as an output is left as it was)
+    assert {p.name: p.read_bytes() for p in closed_files.iterdir()} == before
+
+
+def test_the_closed_checks_are_not_over_broad(closed_files, tmp_path):
+    """Next to each refusal, the value that is fine runs: zero latency, a 1 s latency, one +ppn, a
+    an OSU file written to another path, default packets, L of 10^4 s."""
+    (tmp_path / "lat0.xml").write_text(_PLATFORM.format(_CLUSTER.format(bw="1GBps", lat="0", extra="")))
+    for argv in (["topo", f"simgrid:{tmp_path}/lat0.xml"], ["topo", "kary:4,2+ppn=2"],
+                 ["calibrate", "--from-osu", f"inter:{closed_files}/latency.osu", "-o", f"{tmp_path}/p.json"],
+                 ["simulate", "allreduce", "ring", "-P", "4", "--size", "1M", "--model", "packet",
+                  "--topology", "crossbar:4"],
+                 SIM + ["--latency", "1e4"]):
+        code, _, err = run_in_process(argv)
+        assert code == 0, (argv, err)
+    assert json.loads((tmp_path / "p.json").read_text())["format"]
+
+
+def test_the_engine_edge_converts_no_time_beyond_its_clock():
+    """The Rust edge checks each time as it converts it to ps, behind the Python check above (a cast
+    once saturated at 2^64 - 1 ps and the clock's sums wrapped: 3·10^7 s of L simulated as 7 µs)."""
+    from topocoll.errors import SpecError
+    from topocoll.sim import Platform, make_network
+    from topocoll.sim.engine import EngineConfig, EngineOptions
+    net = make_network("crossbar:4", 4)
+    EngineConfig(options=EngineOptions(L=1e6)).core(Platform(alpha=1e6), net)       # the bound itself passes
+    with pytest.raises(SpecError, match=r"^EngineOptions: L=30000000 s, expected a finite time in 0\.\.1e6 s"):
+        EngineConfig(options=EngineOptions(L=3e7)).core(Platform(), net)
+    with pytest.raises(SpecError, match=r"^Platform: alpha=30000000 s, expected a finite time in 0\.\.1e6 s"):
+        EngineConfig().core(Platform(alpha=3e7), net)
+
+
+def test_reads_are_bounded_before_parsing(tmp_path):
+    from topocoll.errors import ParseError
+    from topocoll.inputs import read_bytes, read_json
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 2000)
+    with pytest.raises(ParseError, match=r"big.txt: 2,000 bytes, expected a test file of at most 1000 bytes"):
+        read_bytes(big, limit=1000, what="a test file")
+    # a device without end is read in chunks and refused once past the limit (no size to ask first)
+    with pytest.raises(ParseError, match=r"/dev/urandom: more than 1000 bytes"):
+        read_bytes("/dev/urandom", limit=1000, what="a test file")
+    (tmp_path / "ok.json").write_text('{"a": [[1, {"b": "[[[[[["}]]}')     # brackets in strings do not count
+    assert read_json(tmp_path / "ok.json", what="x", depth=4) == {"a": [[1, {"b": "[[[[[["}]]}
+    with pytest.raises(ParseError, match=r"nested 4 levels deep, expected x nested at most 3 deep"):
+        read_json(tmp_path / "ok.json", what="x", depth=3)
+
+
+def test_outputs_are_checked_together_and_written_whole(tmp_path, monkeypatch):
+    from topocoll.errors import SpecError
+    from topocoll.outputs import check_outputs, write_text
+    from topocoll.viz.figure import new_figure, save
+    (tmp_path / "in.txt").write_text("input\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(tmp_path / "in.txt")
+    with pytest.raises(SpecError, match=r"--a and --b both write"):
+        check_outputs([("--a", tmp_path / "x.json"), ("--b", f"{tmp_path}/../{tmp_path.name}/x.json")])
+    with pytest.raises(SpecError, match=r"--out '.*link.txt' is also an input \(--in\)"):
+        check_outputs([("--out", link)], [("--in", tmp_path / "in.txt")])
+    with pytest.raises(SpecError, match=r"--a and --b all write to stdout"):
+        check_outputs([("--a", "-"), ("--b", "-")], stdout=("--a", "--b"))
+    # a save interrupted part-way (Ctrl-C while drawing) leaves the old file, and no temporary one
+    target = tmp_path / "pic.svg"
+    target.write_text("old picture\n")
+    fig = new_figure(2, 2)
+
+    def interrupted(out, **kwargs):
+        out.write(b"<svg half")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(fig, "savefig", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save(fig, target, "--draw")
+    assert target.read_text() == "old picture\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "link.txt", "pic.svg"]
+    write_text(target, "new\n")
+    assert target.read_text() == "new\n" and len(list(tmp_path.iterdir())) == 3
+
+
+INTERRUPTIBLE = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)   # even where the test runner ignores SIGINT
+from topocoll.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_ends_a_long_engine_run_with_one_line():
+    """The packet model with 1-byte packets (402 M packets: minutes) polls for Ctrl-C from the Rust
+    event loop: SIGINT ends it within seconds, exit 130, one line."""
+    argv = ["simulate", "allreduce", "ring", "-P", "4", "--size", "64M", "--model", "packet", "--packet-bytes",
+            "1", "--topology", "crossbar:4"]
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4)       # start-up and building take about a second; then the engine runs
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert time.monotonic() - sent < 5, "the run went on after Ctrl-C"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and err == "topocoll: interrupted\n" and out == "", (proc.returncode, err)
+
+
+VERBS_ALL = ["algorithms", "verify", "show", "compare", "demo", "topo", "goal", "simulate", "composite", "bench",
+             "calibrate", "tune", "reproduce"]
+
+
+@pytest.mark.parametrize("verb", VERBS_ALL)
+def test_help_ends_with_two_examples_that_parse_and_names_nothing_internal(verb, monkeypatch):
+    import re
+
+    from topocoll.cli import build_parser
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, err = run_in_process([verb, "--help"])
+    assert code == 0 and err == ""
+    tail = out.rstrip("\n").splitlines()[-3:]
+    assert tail[0] == "examples:" and all(line.startswith("  topocoll ") for line in tail[1:]), tail
+    assert not re.search(r"\bissue \d|\bhelper-", out, re.I), out
+    for line in tail[1:]:
+        args = build_parser().parse_args(line.split()[1:])       # a valid command line of this verb
+        assert args.verb == verb
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_algorithms_wrap_to_the_terminal(monkeypatch):
+    """On a terminal the catalogue fits its width (once 742-character lines); into a pipe it keeps
+    one line per algorithm for scripts."""
+    for columns in (60, 100, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))        # what shutil.get_terminal_size reads first
+        out = _Terminal()
+        with contextlib.redirect_stdout(out):
+            assert main(["algorithms"]) == 0
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= columns, columns
+        assert any("radix_k" in line for line in lines)
+    code, out, _ = run_in_process(["algorithms", "allreduce"])
+    assert code == 0 and all(line.startswith(("allreduce ", "collective ", "---")) for line in out.splitlines())
+
+
+def test_calibrate_summary_names_nothing_internal(closed_files, tmp_path):
+    import re
+    (tmp_path / "intra.osu").write_bytes((closed_files / "latency.osu").read_bytes())
+    code, out, err = run_in_process(["calibrate", "--from-osu", f"inter:{closed_files}/latency.osu",
+                                     f"intra:{tmp_path}/intra.osu", "-o", f"{tmp_path}/p.json"])
+    assert code == 0 and "intra-node level stored" in out
+    assert not re.search(r"\bissue \d|\bhelper-", out + err, re.I), out + err
+
+
+def test_bisection_is_not_hidden_by_a_much_faster_link():
+    """A SimGrid dragonfly whose routers are joined by 10^9 parallel links: the hosts' links (two of
+    12.5 GB/s on each side of the halving) bound the bisection, as with one link; the max-flow's
+    tolerance, relative to the fastest link, once called every host link full: 0 B/s, exit 0."""
+    bisection = []
+    for links in (1, 1_000_000_000):
+        code, out, err = run_in_process(["topo", f"simgrid-dragonfly:1,1;1,1;4,{links};1", "--json"])
+        assert code == 0, err
+        bisection.append(json.loads(out)["bisection_bandwidth"])
+    assert bisection[0] == bisection[1] == pytest.approx(25e9)

@@ -133,3 +133,25 @@ def test_every_algorithm_with_every_operator_equals_the_library_or_is_refused_as
         if proved != outcome:
             disagreements.append(f"{collective}/{name} {params} op={op}: MPI layer {outcome}, verifier {proved}")
     assert not disagreements, disagreements[:5]
+
+
+def test_start_then_polling_test_completes_at_every_size():
+    """MPI_Start then MPI_Test polling: ``Plan.start()`` and ``test()`` until True, at 8 B, 4 KiB,
+    256 KiB (scripted runs, which test() once ended with an internal AttributeError aborting the job)
+    and 1 MiB (P = 3: 349 KiB messages, the dataflow engine); each result against the serial sum."""
+    proc = mpirun(3, "--start-test", "--seed", "5")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4 and all(line.startswith("OK start() + test() polling") for line in lines), proc.stdout
+    assert [line.rsplit(" B ", 1)[0].rsplit(" ", 1)[1] for line in lines] == ["8", "4096", "262144", "1048576"]
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--collective", "Allreduce"], "collective 'Allreduce', expected one of allgather, allreduce"),
+    (["--collective", "allreduce", "--algorithm", "Ring"], "algorithm 'Ring' for allreduce, expected one of"),
+])
+def test_a_misspelt_name_is_refused_not_a_check_of_nothing(args, line):
+    """A typo once checked nothing and exited 0."""
+    proc = mpirun(1, *args)
+    assert proc.returncode != 0 and proc.stdout == "", proc.stdout
+    assert f"topocoll: rank 0: error: {line}" in proc.stderr, proc.stderr

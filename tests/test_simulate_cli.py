@@ -31,12 +31,12 @@ def run(capsys, *argv):
     (["simulate", "goal", "/nonexistent.goal"], "nonexistent.goal"),
     (["simulate", "allreduce", "ring", "-P", "4,x", "--size", "1K"], "-P '4,x': 'x' is not an integer"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--os-noise", "trace:/nonexistent.txt"],
-     "/nonexistent.txt: No such file or directory, expected a Netgauge noise trace"),
+     "/nonexistent.txt: cannot read (No such file or directory), expected a Netgauge noise trace"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--window", "-2"], "--window: -2 is out of range"),
     (["goal", "allreduce", "ring", "-P", "4", "--size", "1K", "-o", "/nonexistent/x.goal"],
-     "/nonexistent/x.goal: No such file or directory, expected a writable path for -o"),
+     "-o '/nonexistent/x.goal': directory '/nonexistent' does not exist, expected an existing directory"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--matrix", "/nonexistent/dir/m.png"],
-     "/nonexistent/dir/m.png: No such file or directory, expected a writable path"),
+     "--matrix '/nonexistent/dir/m.png': directory '/nonexistent/dir' does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

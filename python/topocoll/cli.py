@@ -48,6 +48,47 @@ class _ParserExit(Exception):
         self.status = status
 
 
+#: two examples per verb, the end of its ``--help`` (one home: :func:`build_parser` sets every
+#: verb's epilog from it; tests parse each example)
+EXAMPLES = {
+    "algorithms": ("topocoll algorithms", "topocoll algorithms allreduce"),
+    "verify": ("topocoll verify allreduce ring -P 8", "topocoll verify --all --max-procs 16"),
+    "show": ("topocoll show allreduce ring -P 4", "topocoll show reduce_scatter radix_k -P 12 --param k=4,3"),
+    "compare": ("topocoll compare allreduce -P 64 --sizes 8,64K,4M",
+                "topocoll compare alltoall -P 64 --topology kary:8,2 --model loggops --sizes 4K"),
+    "demo": ("topocoll demo", "topocoll demo -P 64 --out report"),
+    "topo": ("topocoll topo kary:12,2 --pattern shift:1", "topocoll topo torus:4x4 --ebb 100 --draw torus.svg"),
+    "goal": ("topocoll goal allreduce ring -P 8 --size 1M -o ring.goal",
+             "topocoll goal alltoall bruck -P 16 --size 4K"),
+    "simulate": ("topocoll simulate allreduce ring -P 16 --size 1M --topology kary:4,2",
+                 "topocoll simulate alltoall shift -P 64 --size 64K --model packet --topology torus:4x4x4"),
+    "composite": ("topocoll composite -P 8 --algorithm radix_k --k 4,2 --width 512 --height 512 --check",
+                  "topocoll composite -P 4 --algorithm binary_swap --width 256 --height 256 --save out.png"),
+    "bench": ("topocoll bench allreduce --np 4", "topocoll bench alltoall --np 2 --sizes 8,64K --csv bench.csv"),
+    "calibrate": ("topocoll calibrate --quick -o profile.json",
+                  "topocoll calibrate --from-osu inter:osu_latency.txt inter:osu_bw.txt -o profile.json"),
+    "tune": ("topocoll tune allreduce -P 16,64 --sizes 8..1M",
+             "topocoll tune allreduce,alltoall -P 64 --topology kary:8,2 --mpich-json mpich.json"),
+    "reproduce": ("topocoll reproduce --list", "topocoll reproduce radix-k --quick --out out/reproduce"),
+}
+
+
+def _epilog(verb: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[verb])
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, each line of a description or epilog wrapped on its own (so examples stay
+    one per line; an example longer than the terminal continues indented)."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+        return "\n".join(textwrap.fill(line, width, initial_indent=indent,
+                                        subsequent_indent=indent + " " * (len(line) - len(line.lstrip()) + 4),
+                                        break_on_hyphens=False, break_long_words=False) if line.strip() else ""
+                         for line in text.splitlines())
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the project's one-line error format and exit code 2;
     ``--help`` and ``--version`` return from :func:`main` instead of exiting
@@ -55,6 +96,10 @@ class _Parser(argparse.ArgumentParser):
     verb's parser may get its arguments on first use (:meth:`fill_with`)."""
 
     _fill = None
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def fill_with(self, fill) -> None:
         """Add this parser's arguments with ``fill(parser)`` when it first
@@ -136,7 +181,14 @@ def cmd_algorithms(args) -> int:
         same = same_result(info.collective, info.name)
         rows.append((info.collective, info.name, params, info.rounds, info.p_rule_text, needs_text(info.needs),
                      same.text if same else "not analysed", info.cost_formula, info.paper))
-    print(_table(rows))
+    import shutil
+
+    from .text import fits, records
+    if not sys.stdout.isatty():
+        print(_table(rows))           # into a pipe or a file: one line per algorithm, for grep and scripts
+        return 0
+    width = shutil.get_terminal_size().columns    # $COLUMNS, else the terminal's
+    print(_table(rows, width=width) if fits(rows, width) else records(rows, width, title=2))
     return 0
 
 
@@ -378,11 +430,11 @@ def cmd_compare(args) -> int:
     check_collective(args.collective)
     sizes = parse_sizes(args.sizes, option="--sizes")
     model, platform = _platform(args)
-    from .tune.cli import check_output, ranking_csv, ranking_json, write_output
+    from .outputs import check_outputs, input_files
+    from .tune.cli import ranking_csv, ranking_json, write_output
     if args.json == "-" and args.csv == "-":
         raise SpecError("compare: --json - and --csv - both write to stdout, expected one at most")
-    check_output("--json", args.json)
-    check_output("--csv", args.csv)
+    check_outputs([("--json", args.json), ("--csv", args.csv)], input_files(args), stdout=("--json", "--csv"))
     progress = _Progress(f"compare {args.collective} P={args.procs}", stream=args.stream)
 
     def plan(evaluations, messages, processes):
@@ -419,25 +471,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
 
-    sub.add_parser("algorithms", help=VERBS["algorithms"],
+    sub.add_parser("algorithms", help=VERBS["algorithms"], epilog=_epilog("algorithms"),
                    description="List the catalogue of collective algorithms.").fill_with(_algorithms_arguments)
-    sub.add_parser("verify", help=VERBS["verify"],
+    sub.add_parser("verify", help=VERBS["verify"], epilog=_epilog("verify"),
                    description="Symbolically verify one schedule, or every algorithm for P = 1..N."
                    ).fill_with(_verify_arguments)
-    sub.add_parser("show", help=VERBS["show"],
+    sub.add_parser("show", help=VERBS["show"], epilog=_epilog("show"),
                    description="Show who sends what to whom in each round and what each rank holds."
                    ).fill_with(_show_arguments)
-    sub.add_parser("compare", help=VERBS["compare"],
+    sub.add_parser("compare", help=VERBS["compare"], epilog=_epilog("compare"),
                    description="Rank algorithms by the α-β-γ model of Chan et al. (2007), by static "
                                "link contention on a network (--topology), or by an event-driven "
                                "model (--model loggops|flow|congestion|packet).").fill_with(_compare_arguments)
-    sub.add_parser("demo", help=VERBS["demo"],
+    sub.add_parser("demo", help=VERBS["demo"], epilog=_epilog("demo"),
                    description="Rank compositing, allreduce (with network noise) and all-to-all algorithms on an "
                                "embedded default network and write report/index.html."
                    ).fill_with(_demo_arguments)
 
     for module, register, verbs in EXTENSIONS:
-        parsers = {verb: sub.add_parser(verb, help=line) for verb, line in verbs.items()}
+        parsers = {verb: sub.add_parser(verb, help=line, epilog=_epilog(verb)) for verb, line in verbs.items()}
         fill = _extension_fill(module, register, parsers)
         for verb_parser in parsers.values():
             verb_parser.fill_with(fill)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .argtypes import MAX_SEED, bounded_int, writable_file
+from .argtypes import MAX_SEED, bounded_int
+from .outputs import check_outputs
 from .errors import SpecError
 
 #: command-line limits: every rank's image lives in this one process
@@ -288,8 +289,7 @@ def cmd_composite(args) -> int:
         raise SpecError(f"-P {p} --width {args.width} --height {args.height}: {p} images of "
                         f"{args.width}x{args.height} pixels need {p * args.width * args.height * IMAGE_PIXEL_BYTES} "
                         f"bytes, expected at most {MAX_IMAGES_BYTES} (1 GiB) in one process")
-    if args.save:
-        writable_file("--save", args.save)
+    check_outputs([("--save", args.save)], [("--order", args.order)])
     k = _parse_k(args.k)
     if k is not None and args.algorithm != "radix_k":
         raise SpecError(f"--k given for {args.algorithm}, expected --k only with --algorithm radix_k")

@@ -29,14 +29,27 @@ use crate::engine::noise::Detours;
 use crate::engine::packet::{Allocator, PacketConfig, Queues};
 use crate::engine::ugal::UgalDragonfly;
 
+/// Longest single time a run takes, s: 10^6 s (about 11.6 days) is 10^18
+/// ps, an eighteenth of the 64-bit ps clock, so sums of a few such times
+/// cannot wrap it (`topocoll.sim.engine.MAX_TIME_S`, checked there first).
+const MAX_TIME_S: f64 = 1e6;
+
 /// Seconds to ps as Python's `int(round(s * 1e12))` (ties to even), 0 for
-/// s ≤ 0.
-fn ps(seconds: f64) -> Ps {
-    if seconds > 0.0 {
+/// s ≤ 0; `what` seconds that are not finite or exceed [`MAX_TIME_S`] are
+/// a one-line error (a cast would saturate at 2^64 − 1 ps and the clock's
+/// sums would wrap: 3·10^7 s once simulated as 7 µs).
+fn ps(seconds: f64, what: &str) -> PyResult<Ps> {
+    if seconds.is_nan() || seconds > MAX_TIME_S {
+        return Err(PyValueError::new_err(format!(
+            "{what}={seconds} s, expected a finite time in 0..{MAX_TIME_S:e} s (the engine counts \
+             picoseconds in 64 bits)"
+        )));
+    }
+    Ok(if seconds > 0.0 {
         (seconds * PS_PER_S).round_ties_even() as Ps
     } else {
         0
-    }
+    })
 }
 
 /// One of `names` (the Python spelling of each variant), else a one-line
@@ -135,31 +148,28 @@ impl<'py> FromPyObject<'py> for OsNoiseArg {
     fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
         let kind: String = ob.getattr("kind")?.extract()?;
         let seed: u64 = ob.getattr("seed")?.extract()?;
-        let get = |name: &str| -> PyResult<f64> { ob.getattr(name)?.extract() };
+        let get = |name: &str| -> PyResult<Ps> {
+            ps(ob.getattr(name)?.extract()?, &format!("OsNoise: {name}"))
+        };
+        let times = |name: &str| -> PyResult<Vec<Ps>> {
+            let what = format!("OsNoise: {name}");
+            let seconds: Vec<f64> = ob.getattr(name)?.extract()?;
+            seconds.into_iter().map(|s| ps(s, &what)).collect()
+        };
         Ok(OsNoiseArg(match kind.as_str() {
             "periodic" => Detours::Periodic {
-                period: ps(get("period")?).max(1),
-                length: ps(get("length")?),
+                period: get("period")?.max(1),
+                length: get("length")?,
                 seed,
             },
             "random" => Detours::Random {
-                mean_gap: ps(get("period")?).max(1),
-                length: ps(get("length")?),
+                mean_gap: get("period")?.max(1),
+                length: get("length")?,
                 seed,
             },
             "trace" => {
-                let start: Vec<Ps> = ob
-                    .getattr("start")?
-                    .extract::<Vec<f64>>()?
-                    .into_iter()
-                    .map(ps)
-                    .collect();
-                let length: Vec<Ps> = ob
-                    .getattr("lengths")?
-                    .extract::<Vec<f64>>()?
-                    .into_iter()
-                    .map(ps)
-                    .collect();
+                let start = times("start")?;
+                let length = times("lengths")?;
                 if start.len() != length.len() {
                     return Err(PyValueError::new_err(format!(
                         "OsNoise: {} starts but {} lengths, expected one length per start",
@@ -279,13 +289,13 @@ impl Packet {
             header_bytes: self.header_bytes,
             vcs: self.vcs,
             buffer_packets: self.buffer_packets,
-            router_delay: ps(self.router_delay),
+            router_delay: ps(self.router_delay, "PacketOptions: router_delay")?,
             allocator: self.allocator,
             queues: self.queues,
             injection_packets: self.injection_packets,
             link_dim: vec![],
             dateline: vec![],
-            eject_handling: ps(self.eject_handling),
+            eject_handling: ps(self.eject_handling, "PacketOptions: eject_handling")?,
             hop_kind: vec![],
             hop_classes: 0,
             ugal: None,
@@ -341,9 +351,9 @@ pub(crate) fn run_config(
     }
     let model = match config.model {
         Model::LogGops => ModelConfig::LogGops(LogGopsNic {
-            g: ps(o.g),
+            g: ps(o.g, "EngineOptions: g")?,
             big_g: o.big_g * PS_PER_S,
-            l: ps(o.l),
+            l: ps(o.l, "EngineOptions: L")?,
             ports: o.ports,
         }),
         Model::Flow => ModelConfig::Flow {
@@ -361,8 +371,8 @@ pub(crate) fn run_config(
         }
     };
     let costs = Costs {
-        o_send: ps(platform.alpha),
-        o_recv: ps(o.o_recv),
+        o_send: ps(platform.alpha, "Platform: alpha")?,
+        o_recv: ps(o.o_recv, "EngineOptions: o_recv")?,
         o_per_byte: o.o_per_byte * PS_PER_S,
         gamma: PS_PER_S / platform.reduce_bandwidth,
         copy: if o.copy_bandwidth > 0.0 {

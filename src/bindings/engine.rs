@@ -76,6 +76,13 @@ impl PyEngineProgram {
             .sum()
     }
 
+    /// Bytes of all ops (sends, receives, reductions, copies): the upper
+    /// bound of a run's simulated time counts each op's CPU bytes.
+    #[getter]
+    fn bytes_all(&self) -> u128 {
+        self.prog.nbytes.iter().map(|&b| b as u128).sum()
+    }
+
     #[getter]
     fn n_messages(&self) -> usize {
         self.matching.send.len()

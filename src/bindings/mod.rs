@@ -12,6 +12,7 @@ mod routing;
 mod traffic;
 
 pub fn register_all(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::engine::core::set_interrupt_hook(error::interrupted);
     engine::register(m)?;
     kernels::register(m)?;
     routing::register(m)?;

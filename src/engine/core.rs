@@ -46,6 +46,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use super::fabric::{ceil_ps, Fabric, Message, Ps, TimeQueue};
 use super::noise::OsNoise;
@@ -76,6 +78,70 @@ pub enum Small {
     /// The send completes when posted, but the data moves only once the
     /// receive is posted too (SimGrid's detached communications).
     Detached,
+}
+
+/// The clock's guard: a run whose simulated time passes 2^62 ps (about 53
+/// days) ends with an error rather than wrap the 64-bit clock. Every time
+/// the edge hands in is bounded (10^18 ps: `bindings/config.rs`) and
+/// `topocoll.sim.engine` refuses runs whose upper bound passes 2^60 ps, so
+/// no single step adds 2^62: the clock stops before it can wrap.
+pub const CLOCK_LIMIT: Ps = 1 << 62;
+
+/// Whether the user asked to stop (Ctrl-C): registered once by the Python
+/// face ([`set_interrupt_hook`]), which asks the interpreter for a pending
+/// signal; the core itself knows nothing of Python.
+static INTERRUPT_HOOK: OnceLock<fn() -> bool> = OnceLock::new();
+
+/// Register the hook long runs poll ([`Poll`]); the first one stays.
+pub fn set_interrupt_hook(hook: fn() -> bool) {
+    let _ = INTERRUPT_HOOK.set(hook);
+}
+
+/// A long loop's interruption point: [`Poll::check`] per event is one
+/// counter decrement; every [`Poll::EVERY`] events it reads the wall clock,
+/// and at most every [`Poll::PERIOD`] it calls the hook (which takes the
+/// interpreter's lock). A run shorter than `PERIOD` never calls it.
+pub struct Poll {
+    countdown: u32,
+    next: Instant,
+}
+
+impl Default for Poll {
+    fn default() -> Self {
+        Poll {
+            countdown: Self::EVERY,
+            next: Instant::now() + Self::PERIOD,
+        }
+    }
+}
+
+impl Poll {
+    const EVERY: u32 = 256;
+    const PERIOD: Duration = Duration::from_millis(100);
+
+    /// `Err(Interrupted)` once the hook says the user asked to stop.
+    #[inline]
+    pub fn check(&mut self) -> Result<(), CoreError> {
+        self.countdown -= 1;
+        if self.countdown == 0 {
+            return self.ask();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn ask(&mut self) -> Result<(), CoreError> {
+        self.countdown = Self::EVERY;
+        let now = Instant::now();
+        if now < self.next {
+            return Ok(());
+        }
+        self.next = now + Self::PERIOD;
+        match INTERRUPT_HOOK.get() {
+            Some(hook) if hook() => Err(CoreError::Interrupted),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
@@ -663,9 +729,18 @@ impl<'a, S: OpStore> Core<'a, S> {
             self.start_background()?;
         }
         let mut arrived = Vec::new();
+        let mut poll = Poll::default();
         loop {
             if self.store.late().is_some() || self.store.finished(self.done) {
                 return Ok(());
+            }
+            poll.check()?;
+            if self.eng.clock > CLOCK_LIMIT {
+                return Err(CoreError::InvalidArgument(format!(
+                    "simulate: simulated time passed {} s (2^62 ps), expected a run inside the \
+                     engine's 64-bit picosecond clock",
+                    CLOCK_LIMIT / 1_000_000_000_000
+                )));
             }
             if self.store.pull_wanted(&mut self.eng)? {
                 continue;

@@ -53,6 +53,7 @@
 
 use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
 use super::run::Routes;
+use super::core::Poll;
 use crate::error::CoreError;
 use crate::routing::graph::mix64;
 
@@ -335,7 +336,9 @@ pub fn run_traffic(
     let (mut in_flight, mut accepted, mut measured, mut created_before_hi, mut arrived_before_hi) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut slot = 0u64;
+    let mut poll = Poll::default();
     let drained = loop {
+        poll.check()?;
         let now = slot * t_slot;
         fabric.advance(now, &mut arrived);
         for &(t, id) in &arrived {

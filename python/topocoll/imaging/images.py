@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ParseError, SpecError
+from ..inputs import read_text
 
 CHANNELS = 4
 PIXEL_BYTES = 16
@@ -265,11 +266,7 @@ def read_depth_order(path, p: int) -> np.ndarray:
         If the ranks are not a permutation of ``range(p)``.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ParseError(f"{path}: cannot read depth order ({err.strerror}), expected a "
-                         "file of ranks front to back") from None
+    text = read_text(path, what="a depth order: a file of ranks front to back")
     ranks = []
     for line_number, line in enumerate(text.splitlines(), start=1):
         for token in _TOKEN.split(line.split("#", 1)[0].strip()):

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError
+from ..outputs import atomic
 from .images import check_pixels
 
 
@@ -71,5 +72,6 @@ def save_png(image, path, *, background=None) -> Path:
         raise SpecError("save_png: Pillow is not installed, expected `pip install pillow` "
                         "(the viz extra)") from None
     path = Path(path)
-    Image.fromarray(pixels).save(path)          # mode inferred: RGBA or RGB
+    with atomic(path, option="--save", binary=True) as out:      # whole or not at all
+        Image.fromarray(pixels).save(out, format="PNG")          # mode inferred: RGBA or RGB
     return path

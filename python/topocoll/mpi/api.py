@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ParseError, SpecError, StateError, TopocollError
+from ..inputs import read_json
 from ..operators import MPI_NAMES, properties_text
 from ..schedules.ir import Schedule
 from ..schedules.registry import lookup, operator_allows
@@ -108,12 +109,7 @@ def load_tuning(tuning) -> dict:
     if tuning is None or isinstance(tuning, dict):
         return tuning or {}
     path = Path(tuning)
-    try:
-        table = json.loads(path.read_text())
-    except OSError as exc:
-        raise ParseError(f"{path}: cannot read the tuning table ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{path}:{exc.lineno}: not JSON ({exc.msg}), expected a tuning table") from None
+    table = read_json(path, what="a tuning table")
     if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
         raise ParseError(f"{path}: expected {{collective: [rows]}}, got {type(table).__name__}")
     for coll, rows in table.items():

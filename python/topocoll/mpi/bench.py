@@ -64,6 +64,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SpecError
+from ..outputs import atomic
 
 __all__ = ["BenchError", "BenchResult", "Clock", "ResultMismatch", "Row", "agreed", "bench", "bench_composite",
            "clock_offset", "library_name", "make_plan", "osu_summary", "output_mismatch", "quartiles",
@@ -323,7 +324,7 @@ class BenchResult:
 
 
 def write_json(result: BenchResult, path) -> None:
-    with open(path, "w") as f:
+    with atomic(path, option="--json") as f:
         json.dump(result.to_dict(), f, indent=1, default=_json_default)
         f.write("\n")
 
@@ -335,7 +336,7 @@ def _json_default(value):
 
 
 def write_csv(result: BenchResult, path) -> None:
-    with open(path, "w", newline="") as f:
+    with atomic(path, option="--csv", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for row in result.rows:

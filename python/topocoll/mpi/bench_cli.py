@@ -91,7 +91,7 @@ def _typed(option: str, parse, text):
 def _options(args) -> dict:
     """The checked values of ``args`` (raises :class:`SpecError` on the first bad one)."""
     from ..argtypes import bounded_int, finite_float, parse_params, parse_size, parse_sizes, positive_int, seed
-    from ..argtypes import writable_file
+    from ..outputs import check_outputs
 
     out = dict(collective=args.collective, algorithms=args.algorithm or None, params=parse_params(args.param))
     for name in ("iterations", "warmup", "repetitions"):
@@ -114,11 +114,9 @@ def _options(args) -> dict:
         if given:
             raise SpecError(f"{given[0]} given for {args.collective}, expected it only with composite")
         out["sizes"] = parse_sizes(args.sizes or "8,1K,64K,1M")
+    check_outputs([(f"--{option}", getattr(args, option)) for option in ("csv", "json", "plot")])
     for option in ("csv", "json", "plot"):
-        path = getattr(args, option)
-        if path is not None:
-            writable_file(f"--{option}", path)
-        out[f"{option}_path"] = path
+        out[f"{option}_path"] = getattr(args, option)
     if args.perturb is not None:
         ratio = _typed("--perturb", finite_float(unit="ratio"), args.perturb)
         if not ratio < 1:

@@ -89,6 +89,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError, TopocollError
+from ..outputs import check_outputs, input_files
 from ..sim.profile import LevelCosts, MachineProfile, load_profile, save_profile
 from .bench_cli import run_launcher
 from .osu import LEVELS, POINT_TO_POINT, OsuSpec, OsuTable, parse_spec, read_osu
@@ -699,8 +700,8 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
     lines.append(f"eager      {eager}")
     lines.append(f"γ          {gamma_line}")
     if "intra" in levels:
-        lines.append("intra-node level stored in the profile; no model reads it until the node model (issue 19 "
-                     "§1) lands")
+        lines.append("intra-node level stored in the profile; no model reads it yet (ranks on one host are "
+                     "modelled by the spec's +ppn= options: lat=, bw=, mem=)")
     for c in collectives:
         lines.append(f"kept       {c['benchmark']} on {c['p']} ranks" + (f", {c['ppn']} per node" if c["ppn"] else "")
                      + f" ({len(c['points'])} sizes) in the profile's meta, to compare predictions with")
@@ -809,7 +810,7 @@ def cmd_calibrate(args) -> int:
         args.seed = 0
     args.command = os.environ.get(_CHILD_ENV) or getattr(args, "command", None) or \
         "topocoll calibrate " + shlex.join(_child_argv(args))
-    _check_writable(args.output)
+    _check_writable(args)
     if not _under_launcher():
         return _relaunch(args)
     from mpi4py import MPI
@@ -830,7 +831,7 @@ def cmd_from_osu(args) -> int:
     if given:
         raise SpecError(f"{given[0]} with --from-osu, expected it only when measuring this machine (OSU results "
                         "are read, not measured)")
-    _check_writable(args.output)
+    _check_writable(args)
     command = "topocoll calibrate " + shlex.join(["--from-osu", *args.from_osu, "-o", str(args.output)]
                                                  + (["--local", args.local] if args.local else []))
     local = load_profile(args.local) if args.local else None
@@ -845,11 +846,14 @@ def cmd_from_osu(args) -> int:
     return 0
 
 
-def _check_writable(path) -> None:
-    """Refuse an unwritable -o before any measuring (one line)."""
-    from ..argtypes import writable_file
-
-    writable_file("-o", path)
+def _check_writable(args) -> None:
+    """Refuse an unwritable -o, or one that is an input (an OSU file, --local), before any work (one
+    line; :func:`topocoll.outputs.check_outputs`)."""
+    inputs = input_files(args)
+    for text in getattr(args, "from_osu", None) or ():
+        spec = parse_spec(text)
+        inputs.append((f"--from-osu {text}", spec.path))
+    check_outputs([("-o", args.output)], inputs)
 
 
 def _summary(p: MachineProfile) -> str:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError, TopocollError
+from ..outputs import atomic, check_outputs, write_text
 from ..text import human_bytes as _bytes
 
 __all__ = ["DEFAULT_ALGORITHM", "DEFAULT_ITERATIONS", "DEFAULT_REPETITIONS", "LIBRARY", "NoiseResult", "NoiseSample",
@@ -250,7 +251,7 @@ def _json_number(v):
 def write_csv(results, path) -> Path:
     """Every repetition of every result, one CSV row each (:data:`_CSV_FIELDS`)."""
     path = Path(path)
-    with path.open("w", newline="") as f:
+    with atomic(path, option="--csv", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=_CSV_FIELDS)
         writer.writeheader()
         for result in results:
@@ -263,8 +264,7 @@ def write_json(results, path) -> Path:
     path = Path(path)
     doc = {"benchmark": "network-noise", "reference": "network-noise paper §2 (Netgauge)",
            "results": [r.as_dict() for r in results]}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    return path
+    return write_text(path, json.dumps(doc, indent=1) + "\n", option="--json")
 
 
 # ---- checks every rank agrees on ---------------------------------------------
@@ -650,8 +650,6 @@ def _params_for(name: str, params: dict) -> dict:
 
 def _check_args(args, p: int, rank: int) -> None:
     """Everything the command line names, checked before any data moves."""
-    from ..argtypes import writable_file
-
     if not args.algorithm and args.collective not in DEFAULT_ALGORITHM:
         from ..schedules.registry import check_collective
 
@@ -677,9 +675,7 @@ def _check_args(args, p: int, rank: int) -> None:
         raise SpecError(f"--perturb {args.perturb} on P={p}: the network-noise benchmark needs at least 2 ranks "
                         "(one application, one perturbation rank), expected mpiexec -n 2 or more")
     if rank == 0:                                   # only rank 0 writes
-        for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--json", args.json)):
-            if path is not None:
-                writable_file(option, path)
+        check_outputs([("--plot", args.plot), ("--csv", args.csv), ("--json", args.json)])
 
 
 def _us(seconds) -> str:

@@ -61,6 +61,8 @@ LEVELS = ("intra", "inter")
 MAX_ROWS = 4096
 #: bytes read per file at most
 MAX_BYTES = 1 << 20
+#: largest message size of a row, bytes (OMB's largest is 2^31 - 1 or so; topocoll's sizes end at 1 TiB)
+MAX_SIZE = 1 << 40
 
 _TITLE = re.compile(r"^#\s*OSU\s+MPI(?:-[A-Za-z ]+?)?\s+(?P<name>.+?)\s+Test\b(?:\s+v(?P<version>\S+))?")
 _SIZE_HEADER = re.compile(r"^#\s*Size\b(?P<rest>.*)$")
@@ -270,11 +272,13 @@ def parse_osu(text: str, *, path: str = "<osu>") -> OsuTable:
                 columns, header_line = _columns(m["rest"], benchmark, where), number
                 continue
             if (m := _PAIRS.match(line)) is not None:
-                pairs = int(m["pairs"])
                 if m["window"] == "varied":
                     raise OsuFormatError(f"{where}: window size varied, expected osu_mbw_mr run with one "
                                          "window size (without -v)")
-                window = int(m["window"])
+                for name, value in (("pairs", m["pairs"]), ("window size", m["window"])):
+                    if not re.fullmatch(r"[1-9]\d{0,8}", value):
+                        raise OsuFormatError(f"{where}: {name} {value!r}, expected a whole number 1..999999999")
+                pairs, window = int(m["pairs"]), int(m["window"])
                 continue
             if (m := _DATATYPE.match(line)) is not None:
                 if rows:
@@ -360,10 +364,10 @@ def _row(line: str, columns: list, rows: list, where: str) -> tuple[int, list]:
         names = ", ".join(["Size"] + [c[0] for c in columns])
         raise OsuFormatError(f"{where}: {len(fields)} fields in {_short(line)}, expected {len(columns) + 1} "
                              f"({names}) (is the row cut off?)")
-    try:
-        size = int(fields[0])
-    except ValueError:
-        raise OsuFormatError(f"{where}: size {fields[0]!r}, expected a whole number of bytes") from None
+    if not re.fullmatch(r"\d{1,20}", fields[0]) or int(fields[0]) > MAX_SIZE:
+        raise OsuFormatError(f"{where}: size {fields[0]!r}, expected a whole number of bytes in 0..{MAX_SIZE} "
+                             "(1 TiB)")
+    size = int(fields[0])
     if rows and size <= rows[-1][1]:
         raise OsuFormatError(f"{where}: size {size} after {rows[-1][1]} (line {rows[-1][0]}), expected sizes "
                              "increasing down the table (one OSU run per file)")
@@ -376,8 +380,9 @@ def _row(line: str, columns: list, rows: list, where: str) -> tuple[int, list]:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value <= 0:
-            raise OsuFormatError(f"{where}: {name} {text!r} at size {size}, expected a positive number")
+        if not math.isfinite(value * factor) or value <= 0:     # finite in SI units too
+            raise OsuFormatError(f"{where}: {name} {text!r} at size {size}, expected a positive number (finite in SI "
+                                 "units)")
         values.append(value)
     return size, values
 

@@ -248,6 +248,13 @@ class Plan:
         if not self._running:
             self._expect_open("test()")
             return True
+        if self._running == "script":
+            # start() began a scripted run (small messages): its inputs are in and its transport has
+            # begun, but no step ran (steps run in wait()). test() must not block, so the run goes
+            # on in the dataflow engine from that state: MPI_Start then MPI_Test polling
+            with self._failing_aborts():
+                self._dataflow_state(split=False)
+                self._advance(list(self._ready0))
         with self._failing_aborts():
             if self._done == len(self._kind):   # nothing left (P = 1): done without a call that counts
                 return self._end()
@@ -306,19 +313,23 @@ class Plan:
 
     def _begin(self, split: bool) -> None:
         with self._failing_aborts():
-            self._running = True
-            self.tests = 0
             self._copy_inputs()
-            self._waiting = list(self._nwait0)
-            self._done = 0
-            self._sent: set[int] = set()
-            self._deferred: set[int] = set()
-            self._held: list[int] = []
-            self._left = dict(self._per_round)
-            self._rounds_ahead = list(self._round_order)
-            self._gate = self._next_round() if split else None
+            self._dataflow_state(split)
             self._transport.begin()
             self._advance(list(self._ready0))
+
+    def _dataflow_state(self, split: bool) -> None:
+        """The dependency engine's state at a run's start (nothing done yet)."""
+        self._running = True
+        self.tests = 0
+        self._waiting = list(self._nwait0)
+        self._done = 0
+        self._sent: set[int] = set()
+        self._deferred: set[int] = set()
+        self._held: list[int] = []
+        self._left = dict(self._per_round)
+        self._rounds_ahead = list(self._round_order)
+        self._gate = self._next_round() if split else None
 
     def _end(self) -> bool:
         self._transport.end()

@@ -15,6 +15,7 @@ import importlib
 from pathlib import Path
 
 from ..errors import SpecError
+from ..outputs import write_text
 
 __all__ = ["EXPERIMENTS", "reproduce", "write_index"]
 
@@ -70,7 +71,7 @@ def write_index(results, out) -> Path:
     if len(results) > 1:
         lines.append("| all | | " + " | ".join(f"{a} / {b}" if b else "–" for a, b in totals.values()) + " | | |")
     index = Path(out) / "README.md"
-    index.write_text("\n".join(lines) + "\n")
+    write_text(index, "\n".join(lines) + "\n", option="--out")
     from .common import _write_html_beside
     html_index = _write_html_beside(index, "Reproductions", [])
     html_index.replace(index.with_name("index.html"))

@@ -4,9 +4,9 @@ experiments in simulation and write their pages (:mod:`topocoll.reproduce`)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..errors import SpecError
+from ..outputs import check_output_dir
 from . import EXPERIMENTS
 
 __all__ = ["add_reproduce_parser", "cmd_reproduce"]
@@ -38,9 +38,7 @@ def cmd_reproduce(args) -> int:
     names = list(EXPERIMENTS) if args.all else [args.name]
     for name in names:
         module(name)                          # unknown names fail before any work
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise SpecError(f"--out {args.out!r} is a file, expected a directory")
+    out = check_output_dir("--out", args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

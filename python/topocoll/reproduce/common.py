@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..outputs import atomic, write_text
+
 __all__ = ["COUNT_UNITS", "KINDS", "Claim", "Result", "Row", "plot_series", "ratio_text", "write_result"]
 
 
@@ -136,7 +138,7 @@ def _verdict(holds: bool | None) -> str:
 def write_result(result: Result, out: Path) -> Path:
     """Write ``out/NAME.md`` and ``out/NAME.csv`` (the rows); return the page."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / f"{result.name}.csv", "w", newline="") as f:
+    with atomic(out / f"{result.name}.csv", option="--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(["quantity", "where", "paper", "topocoll", "unit", "ratio", "kind", "holds", "note"])
         for r in result.rows:
@@ -167,7 +169,7 @@ def write_result(result: Result, out: Path) -> Path:
     if result.not_done:
         lines += ["", "## Not reproduced here", ""] + [f"- {t}" for t in result.not_done]
     page = out / f"{result.name}.md"
-    page.write_text("\n".join(lines) + "\n")
+    write_text(page, "\n".join(lines) + "\n", option="--out")
     _write_html_beside(page, result.title, [("../index.html", "all reproductions")], up=2)
     return page
 
@@ -181,12 +183,12 @@ def _write_html_beside(markdown: Path, title: str, nav: list[tuple[str, str]], *
     if folder.name == "reproduce" and (folder.parent / "index.html").exists():
         nav = nav + [("../" * up + "index.html", "demo report")]
     target = markdown.with_suffix(".html")
-    target.write_text(page(title, markdown_to_html(markdown.read_text()), nav=nav))
+    write_text(target, page(title, markdown_to_html(markdown.read_text()), nav=nav), option="--out")
     return target
 
 
 def write_csv(path: Path, header, rows) -> Path:
-    with open(path, "w", newline="") as f:
+    with atomic(path, option="--out", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
         w.writerows(rows)

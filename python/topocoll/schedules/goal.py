@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParseError, ScheduleError, SpecError
+from ..inputs import TABLE_BYTES, read_text
+from ..outputs import write_text
 from .program import COPY, RECV, REDUCE, SEND, OpChunk, OpProgram, concatenate
 from .registry import MAX_P
 from .sizes import MAX_BYTES
@@ -229,9 +231,7 @@ def to_goal(schedule, *, reduce_cost_per_byte: float = 1.0) -> str:
 
 def write_goal(schedule, path, *, reduce_cost_per_byte: float = 1.0) -> Path:
     """Write :func:`to_goal` of ``schedule`` to ``path`` and return the path."""
-    path = Path(path)
-    path.write_text(to_goal(schedule, reduce_cost_per_byte=reduce_cost_per_byte))
-    return path
+    return write_text(path, to_goal(schedule, reduce_cost_per_byte=reduce_cost_per_byte), option="GOAL file")
 
 
 # --------------------------------------------------------------------------- reading
@@ -612,10 +612,5 @@ def read_goal(text_or_path) -> GoalProgram:
         return _Reader(text_or_path, "<string>").run()
     else:
         raise SpecError(f"read_goal: {type(text_or_path).__name__} {text_or_path!r}, expected GOAL text or a path")
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ParseError(f"{path}: cannot read ({err.strerror}), expected a GOAL file") from None
-    except UnicodeDecodeError:
-        raise ParseError(f"{path}: not text, expected a GOAL file") from None
+    text = read_text(path, limit=TABLE_BYTES, what="a GOAL file")
     return _Reader(text, str(path)).run()

@@ -11,6 +11,7 @@ import sys
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
+from ..outputs import check_output, check_outputs, input_files, write_text
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
 from ..text import table as _table
@@ -306,14 +307,11 @@ def cmd_goal(args) -> int:
     # the text is held whole: the per-rank views' bound, before generating
     lookup(task.collective, task.algorithm).check_size(task.p, {**from_bytes(task.collective, task.p, task.size),
                                                                 **task.params}, purpose="GOAL text held whole")
+    check_output("-o", args.output)
     sched, _ = build(task)
     text = to_goal(sched)
     if args.output:
-        try:
-            with open(args.output, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise SpecError(f"{args.output}: {e.strerror}, expected a writable path for -o") from None
+        write_text(args.output, text, option="-o")
         print(f"{sched.label()}: {args.output}")
     else:
         sys.stdout.write(text)
@@ -397,7 +395,19 @@ def _say_first(sched, config, runs: int = 1) -> None:
               wall_seconds(cpu))
 
 
+def _check_pictures(args) -> None:
+    """--trace, --matrix, --draw checked before the run: writable, distinct, none an input, the
+    pictures' suffixes known (a typo must not cost the run, nor a refusal leave some written)."""
+    from ..viz.figure import check_path
+    check_outputs([("--trace", args.trace), ("--matrix", args.matrix), ("--draw", args.draw)], input_files(args))
+    for option in ("--matrix", "--draw"):
+        path = getattr(args, option[2:])
+        if path:
+            check_path(path, option)
+
+
 def cmd_simulate(args) -> int:
+    _check_pictures(args)
     if args.collective == "traffic":
         return _traffic_run(args)
     if args.load is not None:
@@ -503,21 +513,23 @@ def cmd_simulate(args) -> int:
 
 
 def _write_pictures(args, sim, sched) -> dict:
-    try:
-        return _pictures(args, sim)
-    except OSError as e:
-        raise SpecError(f"{e.filename}: {e.strerror}, expected a writable path for --trace/--matrix/--draw") \
-            from None
-
-
-def _pictures(args, sim) -> dict:
+    """The pictures asked for, each written whole (:mod:`topocoll.outputs`; checked before the run,
+    and what can still be refused now is refused before the first is written)."""
+    from ..topology.draw import MAX_NODES
+    topo = sim.network.topology
+    if args.draw and topo.n_nodes > MAX_NODES:
+        raise SpecError(f"--draw: {topo.spec} has {topo.n_nodes} nodes, expected at most {MAX_NODES} to draw")
+    matrix = None
+    if args.matrix:
+        from ..viz.matrix import bandwidth_matrix
+        matrix = bandwidth_matrix(sim)
     out = {}
     if args.trace:
         from ..viz.timeline import write_chrome_trace
         out["timeline"] = str(write_chrome_trace(sim, args.trace))
     if args.matrix:
-        from ..viz.matrix import bandwidth_matrix, write_matrix_png
-        out["bandwidth matrix"] = str(write_matrix_png(bandwidth_matrix(sim), args.matrix))
+        from ..viz.matrix import write_matrix_png
+        out["bandwidth matrix"] = str(write_matrix_png(matrix, args.matrix))
     if args.draw:
         from ..topology.draw import draw_svg
         unit = "flows" if sim.model == "congestion" else "bytes"   # the congestion model counts flows per link

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import ScheduleError, SpecError
+from ..inputs import TEXT_BYTES, read_bytes
 from ..schedules.ir import Schedule
 from ..schedules.pattern import Pattern
 from .model import Estimate, Network, Platform, _positive, make_network
@@ -60,6 +61,22 @@ _NONE = np.uint32(0xFFFFFFFF)
 #: largest OS-noise period, detour length, or trace start and duration, s (about 11.6 days): 10^18 ps, an
 #: eighteenth of the engine's 64-bit picosecond clock, so detours repeated over a run cannot overflow it
 MAX_OS_NOISE_S = 1e6
+#: longest single time of a run's configuration (α, o_r, g, L, router delay, eject handling), s: 10^6 s
+#: (about 11.6 days) is 10^18 ps, an eighteenth of the engine's clock (src/bindings/config.rs checks the
+#: same bound as it converts)
+MAX_TIME_S = 1e6
+#: the engine's clock counts picoseconds in 64 bits (2^64 ps, about 213 days). A run is refused before
+#: it starts when an upper bound of its simulated time (:class:`RunBound`: every op, byte and route
+#: latency one after the other) passes CLOCK_BUDGET_PS = 2^60 ps (about 13 days), a sixteenth of the
+#: clock: the margin covers what the bound leaves out (network and OS noise stretching the run). The
+#: engine stops a run whose clock passes 2^62 ps all the same (src/engine/core.rs, CLOCK_LIMIT)
+CLOCK_BUDGET_PS = 1 << 60
+#: most packets of one packet-model run: Σ ⌈bytes / packet_bytes⌉ over its messages, estimated before it
+#: starts (1-byte packets once ran on without end: at the model's ~10^7 packet hops per CPU second,
+#: 2^32 packets of a few hops are already most of an hour)
+MAX_PACKETS = 1 << 32
+#: route lengths sampled for :class:`RunBound` (from rank 0's and the last rank's endpoints)
+HOPS_SAMPLE = 64
 #: most NIC ports per endpoint (k-port LogGOPS), far above real adapters' 1 to 4. The engine keeps one
 #: free-time per port of every endpoint and scans an endpoint's ports per message: 64 ports are 512 B per
 #: endpoint, 2.5 GB at 5 million endpoints (a billion ports on 4 endpoints asked for 32 GB)
@@ -68,6 +85,17 @@ MAX_PORTS = 64
 
 def _ps(seconds: float) -> int:
     return int(round(seconds * _PS)) if seconds > 0 else 0
+
+
+def check_times(config: "EngineConfig", platform: Platform) -> None:
+    """Every time of the run's configuration finite and at most :data:`MAX_TIME_S` (one line naming
+    it), before any is converted to ps (a profile's α of 10^308 s once ended in an OverflowError)."""
+    o, pk = config.options, config.options.packet
+    for name, value in (("alpha", platform.alpha), ("o_recv", o.o_recv), ("g", o.g), ("L", o.L),
+                        ("router_delay", pk.router_delay), ("eject_handling", pk.eject_handling)):
+        if not (math.isfinite(value) and value <= MAX_TIME_S):
+            raise SpecError(f"simulate: {name}={value!r} s, expected a finite time in 0..{MAX_TIME_S:g} s "
+                            "(MAX_TIME_S: the engine counts picoseconds in 64 bits)")
 
 
 @dataclass(frozen=True)
@@ -242,12 +270,8 @@ class OsNoise:
         """Read a Netgauge noise trace: one ``start<TAB>duration`` line per
         detour, in ns (``#`` comments and blank lines skipped)."""
         starts, lens = [], []
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise SpecError(f"{path}: {e.strerror}, expected a Netgauge noise trace (start<TAB>duration in ns)") \
-                from None
+        data = read_bytes(path, limit=TEXT_BYTES, what="a Netgauge noise trace (start<TAB>duration in ns)",
+                          text=True, error=SpecError)
         try:
             lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError as e:
@@ -420,6 +444,83 @@ class Simulation:
                     {"link": n, "vc": vc, "max_packets": most, "mean_packets": mean}
                     for n, vc, most, mean in self.fullest_buffers()]} if self.buffer_mean is not None else {}),
                 **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
+
+
+@dataclass(frozen=True)
+class RunBound:
+    """An upper bound of a run's simulated time from its totals, in ps: every op's CPU time, every byte
+    at the largest CPU cost per byte, every byte sent over the longest route at the slowest link's
+    bandwidth (with the packet model's headers), every message's route latencies and every packet's
+    router delays, one after the other. No model runs anything in less parallel than that, so a run
+    within :data:`CLOCK_BUDGET_PS` cannot wrap the engine's clock.
+
+    Attributes (ps): ``per_op``, ``per_byte`` (CPU, every op's bytes), ``per_sent_byte``,
+    ``per_message``, ``per_packet``; ``hops`` the route length taken, ``slowest`` B/s, and
+    ``packet_bytes`` (0 but for the packet model).
+    """
+
+    per_op: float
+    per_byte: float
+    per_sent_byte: float
+    per_message: float
+    per_packet: float
+    hops: int
+    slowest: float
+    packet_bytes: int = 0
+
+    @classmethod
+    def of(cls, config: "EngineConfig", platform: Platform, net: Network, bandwidth: np.ndarray,
+           latency: np.ndarray) -> "RunBound":
+        o, pk = config.options, config.options.packet
+        hops = _longest_route(net)
+        slowest = float(np.min(bandwidth)) if len(bandwidth) else math.inf
+        per_link_byte = _PS / slowest
+        packet = config.model == "packet"
+        headers = 1 + pk.header_bytes / pk.packet_bytes if packet else 1.0
+        return cls(
+            per_op=float(_ps(platform.alpha) + _ps(o.o_recv) + _ps(o.g) + _ps(o.L)),
+            per_byte=(o.o_per_byte + o.G) * _PS + _PS / platform.reduce_bandwidth
+            + (_PS / o.copy_bandwidth if o.copy_bandwidth else 0.0),
+            per_sent_byte=hops * per_link_byte * headers,
+            per_message=hops * float(np.max(latency)) if len(latency) else 0.0,
+            per_packet=(hops * _ps(pk.router_delay) + _ps(pk.eject_handling)) if packet else 0.0,
+            hops=hops, slowest=slowest, packet_bytes=pk.packet_bytes if packet else 0)
+
+    def check(self, label: str, *, ops: int, messages: int, all_bytes: int, sent_bytes: int) -> None:
+        """Refuse, in one line, totals whose packets pass :data:`MAX_PACKETS` or whose bound passes
+        :data:`CLOCK_BUDGET_PS` (totals so far of a streamed run: it stops where they do)."""
+        packets = 0
+        if self.packet_bytes:
+            packets = sent_bytes // self.packet_bytes + messages     # ≥ Σ ⌈bytes / packet_bytes⌉
+            if packets > MAX_PACKETS:
+                raise SpecError(f"simulate {label}: about {packets:,} packets ({sent_bytes:,} B in {messages:,} "
+                                f"messages at packet_bytes={self.packet_bytes}), expected at most {MAX_PACKETS:,} "
+                                "(MAX_PACKETS): larger packets (--packet-bytes) or a smaller run")
+        bound = (ops * self.per_op + all_bytes * self.per_byte + sent_bytes * self.per_sent_byte
+                 + messages * self.per_message + packets * self.per_packet)
+        if bound > CLOCK_BUDGET_PS:
+            raise SpecError(f"simulate {label}: simulated time could reach {bound / _PS:.4g} s ({ops:,} ops, "
+                            f"{sent_bytes:,} B sent over routes of up to {self.hops} links, the slowest at "
+                            f"{self.slowest:.4g} B/s), expected at most {CLOCK_BUDGET_PS / _PS:.4g} s "
+                            "(CLOCK_BUDGET_PS: the engine counts picoseconds in 64 bits)")
+
+
+def _longest_route(net: Network) -> int:
+    """Links on the longest route, from a sample: rank 0's and the last rank's endpoints to
+    :data:`HOPS_SAMPLE` ranks spread over the order, doubled for the routes not seen (per-packet
+    routings, which have no static routes: every node once)."""
+    from ..topology.routing import route
+    topo, order = net.topology, np.asarray(net.order, dtype=np.int64)
+    if net.router.per_packet or len(order) < 2:
+        return max(1, min(topo.n_nodes, 4096)) if len(order) > 1 else 1
+    picks = order[np.linspace(0, len(order) - 1, min(HOPS_SAMPLE, len(order))).astype(np.int64)]
+    src = np.concatenate([np.full(len(picks), order[0]), np.full(len(picks), order[-1])])
+    dst = np.concatenate([picks, picks])
+    keep = src != dst
+    if not keep.any():
+        return 1
+    indptr = route(net.router, src[keep], dst[keep])[0]
+    return max(1, 2 * int(np.diff(indptr).max()))
 
 
 def platform_network(platform: Platform, p: int) -> tuple[Network, np.ndarray, np.ndarray]:
@@ -615,16 +716,21 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         raise SpecError(f"simulate: config and {', '.join(given)} given, expected one of them")
     model, options, noise, os_noise, trace = (config.model, config.options, config.noise, config.os_noise,
                                               config.trace)
+    check_times(config, platform)
     net, bandwidth, latency = platform_network(platform, source.p)
     if model != "packet":
         net.router.require_static(f"the {model} model")
     costs = config.costs(platform)
+    bound = RunBound.of(config, platform, net, bandwidth, latency)
     background = noise.endpoints(net, noise.seed) if noise is not None and noise.ratio > 0 else None
     order = np.ascontiguousarray(net.order, dtype=np.uint32)
     common = dict(network=net, options=options, seed=noise.seed if noise is not None else None,
                   link_bandwidth=bandwidth)
     shapes = _lockstep(source, model, options, costs, trace, os_noise) if program is None else None
     if shapes is not None:
+        sent = int(shapes.nbytes[shapes.message].astype(np.int64).sum()) * source.p
+        bound.check(source.label(), ops=2 * len(shapes.nbytes) * source.p, messages=int(shapes.message.sum())
+                    * source.p, all_bytes=int(shapes.nbytes.astype(np.int64).sum()) * source.p, sent_bytes=sent)
         bg = {} if background is None else dict(bg_endpoints=background, bg_seed=noise.seed)
         try:
             out = _core.engine_lockstep(
@@ -646,7 +752,10 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
         sent = [0]
         try:
             out, late, (_, _, peak_ops, peak_msgs) = _core.engine_run_streamed(
-                round_columns(source, sent), source.p, net.router.engine, bandwidth, latency, order, core)
+                round_columns(source, sent, bound=bound), source.p, net.router.engine, bandwidth, latency, order,
+                core)
+        except SpecError:          # the rounds' own refusal (RunBound): already names the run
+            raise
         except ValueError as e:
             raise SpecError(f"simulate {source.label()}: {e}") from None
         if out is not None:
@@ -655,6 +764,8 @@ def simulate(source, platform: Platform = Platform(), config: EngineConfig | Non
             raise SpecError(f"simulate {source.label()}: stream='always' cannot stream it exactly ({late}); "
                             "expected stream='auto' or 'never'")
     prog = compile_program(source) if program is None else program
+    bound.check(source.label(), ops=prog.n_ops, messages=prog.n_messages, all_bytes=prog.bytes_all,
+                sent_bytes=prog.bytes_sent)
     try:
         out = _core.engine_run(prog, net.router.engine, bandwidth, latency, order, core)
     except ValueError as e:
@@ -680,16 +791,24 @@ def _simulation(source, config: EngineConfig, out, bytes_total: int, common: dic
     return sim
 
 
-def round_columns(source, sent: list | None = None):
+def round_columns(source, sent: list | None = None, bound: RunBound | None = None):
     """The op program of ``source`` as the streamed engine reads it: per
     round, ``(rank u32, kind u8, peer u32, tag i64, nbytes u64, dep_ptr u64,
     dep_idx u64)``, ``dep_ptr`` from 0 in the round and ``dep_idx`` global op
     ids (the chunks' own columns, converted). ``sent[0]`` accumulates the
-    bytes of the sends."""
+    bytes of the sends; ``bound`` checks the totals so far before each round
+    is handed over (the run ends with its SpecError where they pass it)."""
+    ops = messages = all_bytes = sent_bytes = 0
     for ch in source.program():
         peer = np.where(ch.peer < 0, _NONE, ch.peer).astype(np.uint32)
+        sends = ch.kind == 0
+        round_sent = int(ch.nbytes[sends].sum())
         if sent is not None:
-            sent[0] += int(ch.nbytes[ch.kind == 0].sum())
+            sent[0] += round_sent
+        if bound is not None:
+            ops, messages = ops + len(ch), messages + int(sends.sum())
+            all_bytes, sent_bytes = all_bytes + int(ch.nbytes.sum()), sent_bytes + round_sent
+            bound.check(source.label(), ops=ops, messages=messages, all_bytes=all_bytes, sent_bytes=sent_bytes)
         yield (ch.rank.astype(np.uint32), ch.kind.astype(np.uint8), peer, ch.tag.astype(np.int64),
                ch.nbytes.astype(np.uint64), ch.dep_ptr.astype(np.uint64), ch.dep_idx.astype(np.uint64))
 

@@ -46,6 +46,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..errors import ParseError, SpecError
+from ..inputs import read_json
+from ..outputs import write_text
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
@@ -341,12 +343,7 @@ def _check_number(where: str, name: str, value, *, strict: bool) -> float:
 
 def save_profile(profile: MachineProfile, path) -> Path:
     """Write ``profile`` as JSON to ``path``; SpecError if it cannot be written."""
-    path = Path(path)
-    try:
-        path.write_text(json.dumps(profile.as_dict(), indent=1) + "\n")
-    except OSError as e:
-        raise SpecError(f"{path}: {e.strerror}, expected a writable path for the profile") from None
-    return path
+    return write_text(path, json.dumps(profile.as_dict(), indent=1) + "\n", option="profile")
 
 
 def load_profile(path) -> MachineProfile:
@@ -359,13 +356,7 @@ def load_profile(path) -> MachineProfile:
         format, a missing or unknown field, or a value out of range.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise ParseError(f"{path}: {e.strerror}, expected a machine profile from `topocoll calibrate`") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ParseError(f"{path}: not JSON ({e}), expected a machine profile from `topocoll calibrate`") \
-            from None
+    data = read_json(path, what="a machine profile from `topocoll calibrate`")
     if not isinstance(data, dict):
         raise ParseError(f"{path}: a JSON {type(data).__name__}, expected an object (a machine profile)")
     if data.get("format") not in PROFILE_FORMATS:

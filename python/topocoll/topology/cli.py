@@ -16,10 +16,12 @@ import time
 
 import numpy as np
 
-from ..argtypes import bounded_int, seed, writable_file
+from ..argtypes import bounded_int, seed
 from ..errors import SpecError
-from .draw import draw_svg
-from .io.simgrid import write_simgrid
+from ..outputs import check_outputs, input_files
+from ..viz.figure import check_path
+from .draw import MAX_NODES, draw_svg
+from .io.simgrid import check_export, write_simgrid
 from .metrics import effective_bisection_bandwidth, link_loads, load_histogram, pattern_pairs, summary
 from .order import describe_rails, node_order
 from .routing import make_router
@@ -86,11 +88,11 @@ def _strict_option(args) -> dict:
 
 def topo_command(args) -> int:
     """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
-    if args.draw:
-        writable_file("--draw", args.draw)     # before any work: a typo must not cost the run
     export = getattr(args, "export_simgrid", None)
-    if export:
-        writable_file("--export-simgrid", export)
+    # before any work: a typo must not cost the run, and two outputs (or an output and the input) one file
+    check_outputs([("--draw", args.draw), ("--export-simgrid", export)], input_files(args))
+    if args.draw:
+        check_path(args.draw, "--draw")
     topo = parse_topology(args.spec, strict=getattr(args, "strict", False))
     out = summary(topo)
     for text in topo.params.get("warnings", ()):    # what an importer ignored or approximated
@@ -104,6 +106,10 @@ def topo_command(args) -> int:
         for text in router.warnings:       # now: a later error must not hide what was skipped
             print(f"warning: {text}", file=sys.stderr)
         out.setdefault("warnings", []).extend(router.warnings)
+    if args.draw and topo.n_nodes > MAX_NODES:      # both outputs refused before either is written
+        raise SpecError(f"--draw: {topo.spec} has {topo.n_nodes} nodes, expected at most {MAX_NODES} to draw")
+    if export:
+        check_export(topo, router)
     order = node_order(topo, args.order, seed=args.seed, n_ranks=args.ranks, rail=args.rail)
     out["order"] = args.order
     aggregation = topo.params.get("aggregation_nodes") or ()

@@ -193,9 +193,10 @@ def draw_svg(topology: Topology, path, loads=None, *, unit: str | None = None, t
         raise SpecError(f"draw: {str(path)!r} names a directory, expected a file such as "
                         f"{str(path) + 'topology.svg'!r}")
     check_path(path, "draw")
+    parent = Path(path).parent
+    if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):   # before drawing
+        raise SpecError(f"draw: cannot write {str(path)!r} (directory {str(parent)!r} "
+                        f"{'is not writable' if parent.is_dir() else 'does not exist'}), expected a file in an "
+                        "existing, writable directory")
     fig = topology_figure(topology, loads, unit=unit, title=title)
-    try:
-        return save(fig, path, "draw")
-    except OSError as e:   # a missing or read-only directory, a directory given as the file
-        raise SpecError(f"draw: cannot write {str(path)!r} ({e.strerror or e}), expected a file in an existing, "
-                        "writable directory") from None
+    return save(fig, path, "draw")       # whole or not at all

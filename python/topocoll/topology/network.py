@@ -65,6 +65,18 @@ class Topology:
             raise SpecError(f"{self.spec}: link table not sorted by source node")
         if len(self.src) and (self.src.max() >= n or self.dst.max() >= n):
             raise SpecError(f"{self.spec}: link names a node >= {n}")
+        # the last guard of every importer and generator: a 0 B/s link would be simulated as infinitely
+        # fast (its ps per byte overflows), an infinite latency as none
+        bad = ~(np.isfinite(self.bandwidth) & (self.bandwidth > 0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise SpecError(f"{self.spec}: link {i} has bandwidth {float(self.bandwidth[i])!r} B/s, expected a "
+                            "finite number > 0")
+        bad = ~(np.isfinite(self.latency) & (self.latency >= 0) & (self.latency <= MAX_LATENCY_S))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise SpecError(f"{self.spec}: link {i} has latency {float(self.latency[i])!r} s, expected a finite "
+                            f"number in 0..{MAX_LATENCY_S:g} s (0: no latency)")
         if not self.names:
             object.__setattr__(self, "names", tuple(
                 [f"e{i}" for i in range(self.n_endpoints)]
@@ -104,6 +116,28 @@ def make_topology(spec, family, n_endpoints, n_switches, src, dst, bandwidth, la
                     dict(params or {}), tuple(names), port)
 
 
+#: largest link latency, s: a real cable's is below a millisecond, a WAN link's below a second. A
+#: route's latencies add up per message, so the bound keeps them (10^12 ps a link) far inside the
+#: engine's 64-bit picosecond clock
+MAX_LATENCY_S = 1.0
+
+
+def check_bandwidth(value: float, where: str) -> float:
+    """``value`` B/s if finite and > 0 (a link of 0 B/s never delivers, an infinite one would be
+    simulated as free), else a one-line SpecError naming ``where``."""
+    if not (math.isfinite(value) and value > 0):
+        raise SpecError(f"{where}: bandwidth {value!r} B/s, expected a finite number > 0")
+    return value
+
+
+def check_latency(value: float, where: str) -> float:
+    """``value`` s if finite and in ``0 .. MAX_LATENCY_S`` (0: an ideal cable), else a one-line
+    SpecError naming ``where``."""
+    if not (math.isfinite(value) and 0 <= value <= MAX_LATENCY_S):
+        raise SpecError(f"{where}: latency {value!r} s, expected a finite number in 0..{MAX_LATENCY_S:g} s")
+    return value
+
+
 #: divisors, so that 200ns is 2e-07 exactly as written
 _LAT_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
 #: decimal (SI) and binary (IEC) prefixes of bandwidths: GB/s is 10**9 B/s, GiB/s 2**30 B/s
@@ -133,8 +167,8 @@ def parse_bandwidth(text: str) -> float:
                 value /= 8
     except ValueError:
         raise SpecError(f"bandwidth {text!r}: expected a number with B/s, e.g. '2GB/s' or '2GiB/s'") from None
-    if not value > 0:
-        raise SpecError(f"bandwidth {text!r}: expected a positive value")
+    if not (math.isfinite(value) and value > 0):
+        raise SpecError(f"bandwidth {text!r}: expected a finite positive value")
     return value
 
 
@@ -146,8 +180,9 @@ def parse_latency(text: str) -> float:
         value = float(m.group(1)) / _LAT_UNITS[m.group(2) or "s"] if m else None
     except ValueError:
         value = None
-    if value is None or value < 0:
-        raise SpecError(f"latency {text!r}: expected a non-negative time such as '1us' or '100ns'")
+    if value is None or not 0 <= value <= MAX_LATENCY_S:
+        raise SpecError(f"latency {text!r}: expected a finite time in 0..{MAX_LATENCY_S:g} s such as '1us' or "
+                        "'100ns'")
     return value
 
 

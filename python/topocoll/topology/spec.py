@@ -86,6 +86,8 @@ def parse_topology(spec: str, *, strict: bool = False) -> Topology:
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise SpecError(f"topology spec {spec!r}: expected FAMILY:PARAMS, e.g. 'kary:12,2' or 'torus:8x8x16'")
+    if spec.count("+ppn=") > 1:     # rpartition below would nest hosts in hosts
+        raise SpecError(f"topology spec {spec!r}: +ppn= given {spec.count('+ppn=')} times, expected it once")
     if "+ppn=" in spec:   # several ranks per host: topocoll.topology.nodes
         from .nodes import parse_node_spec, with_nodes
         fabric_spec, _, node_opts = spec.rpartition("+ppn=")
@@ -98,11 +100,15 @@ def parse_topology(spec: str, *, strict: bool = False) -> Topology:
     classes = {}
     node_map = None
     if opts:
+        seen = set()
         for item in opts.split(","):
             key, eq, value = item.partition("=")
             if not eq:
                 raise SpecError(f"{spec}: option {item!r}, expected KEY=VALUE (bw=, lat=, CLASS.bw=, CLASS.lat=, map=)")
             key = key.strip()
+            if key in seen:
+                raise SpecError(f"{spec}: option {key}= given twice, expected each option once")
+            seen.add(key)
             cls, dot, what = key.rpartition(".")
             if dot and what in ("bw", "lat") and re.fullmatch(r"[a-z][a-z0-9_]*", cls):
                 classes.setdefault(cls, {})["bandwidth" if what == "bw" else "latency"] = (

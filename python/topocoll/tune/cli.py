@@ -2,8 +2,8 @@
 
 Also the ``--json``/``--csv`` writers of ``topocoll compare`` (:func:`ranking_json`,
 :func:`ranking_csv`). Every file is checked writable before any work and
-written through a temporary file renamed into place (:func:`.emit.write_atomic`),
-so bad input or a failure leaves no partial file.
+written through a temporary file renamed into place (:mod:`topocoll.outputs`),
+so bad input or a failure leaves no partial file: every output is made before the first is written.
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_size, seed
+from .. import outputs
 from ..errors import SpecError
-from .emit import _umask
 
 #: most P values or sizes a range expands to
 MAX_AXIS = 64
@@ -94,33 +92,14 @@ def _axis(text: str, option: str, *, int_only: bool) -> list[int]:
 # ---- writing files -------------------------------------------------------------------------
 
 def check_output(option: str, path) -> Path | None:
-    """``path`` checked writable now (its directory exists and takes files), before any work;
-    ``-`` (stdout) and None pass."""
-    if path is None or str(path) == "-":
-        return None
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if not str(path).strip() or p.is_dir() or str(path).endswith(("/", os.sep)):
-        raise SpecError(f"{option} {str(path)!r}, expected a file name to write")
-    if not parent.is_dir():
-        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(f"{option} {str(path)!r}: directory {str(parent)!r} is not writable")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise SpecError(f"{option} {str(path)!r}: the file is not writable")
-    return p
+    """``path`` checked writable now, before any work (:func:`topocoll.outputs.check_output`); ``-``
+    (stdout) and None pass."""
+    return outputs.check_output(option, path, stdout=True)
 
 
 def write_output(option: str, path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (``-``: stdout)."""
-    from .emit import write_atomic
-    if str(path) == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        write_atomic(path, text)
-    except SpecError as exc:
-        raise SpecError(f"{option}: {exc}") from None
+    """Write ``text`` to ``path`` whole (``-``: stdout; :func:`topocoll.outputs.write_text`)."""
+    outputs.write_text(path, text, option=option)
 
 
 # ---- compare --json / --csv ----------------------------------------------------------------
@@ -158,20 +137,25 @@ def ranking_csv(rows) -> str:
 
 # ---- plot ----------------------------------------------------------------------------------
 
+def check_plot(table) -> None:
+    """Refuse a plot of more than :data:`MAX_PANELS` panels (before any file is written)."""
+    panels = len(table.collectives) * len(table.procs)
+    if panels > MAX_PANELS:
+        raise SpecError(f"--plot: {panels} panels (collectives × P), expected at most {MAX_PANELS}: "
+                        "tune fewer P or collectives")
+
+
 def plot(table, path) -> None:
     """Time against size per algorithm (each algorithm's best parameters and order), one panel per
     (collective, P); the tuned choice at each size is marked. Written atomically."""
-    import matplotlib          # optional dependency: imported only to plot
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from ..viz.figure import new_figure, save
+    check_plot(table)
     panels = [(coll, p) for coll in table.collectives for p in table.procs]
-    if len(panels) > MAX_PANELS:
-        raise SpecError(f"--plot: {len(panels)} panels (collectives × P), expected at most {MAX_PANELS}: "
-                        "tune fewer P or collectives")
     cols = min(4, len(table.procs))
     nrows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.4 * nrows), squeeze=False)
+    fig = new_figure(4.2 * cols, 3.4 * nrows)
+    fig.set_layout_engine("tight")
+    axes = fig.subplots(nrows, cols, squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     for ax, (coll, p) in zip(axes.flat, panels):
@@ -198,20 +182,7 @@ def plot(table, path) -> None:
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=6)
     fig.suptitle(f"topocoll tune: {table.model} model", fontsize=10)
-    fig.tight_layout()
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix or ".png",
-                               dir=target.parent if str(target.parent) else ".")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=(target.suffix.lstrip(".") or "png"))
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except (OSError, ValueError) as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise SpecError(f"--plot {str(path)!r}: cannot write ({exc})") from None
-    finally:
-        plt.close(fig)
+    save(fig, path, "--plot")
 
 
 # ---- the verb ------------------------------------------------------------------------------
@@ -233,10 +204,14 @@ def cmd_tune(args) -> int:
         raise SpecError(f"tune: {' and '.join(stdout_users)} both write to stdout, expected one at most")
     if args.plot == "-":
         raise SpecError("tune: --plot -, expected a file name (the plot is a PNG, SVG or PDF)")
-    for opt, dest in _OUTPUTS:
-        check_output(opt, getattr(args, dest))
+    outputs.check_outputs([(opt, getattr(args, dest)) for opt, dest in _OUTPUTS], outputs.input_files(args),
+                          stdout=[opt for opt, dest in _OUTPUTS if dest != "plot"])
     if args.plot is not None and Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise SpecError(f"--plot {args.plot!r}, expected a .png, .svg or .pdf file")
+    procs = parse_procs(args.procs)
+    if args.plot is not None and len(collectives) * len(procs) > MAX_PANELS:     # before any work
+        raise SpecError(f"--plot: {len(collectives) * len(procs)} panels (collectives × P), expected at most "
+                        f"{MAX_PANELS}: tune fewer P or collectives")
     try:
         commutative, idempotent = OPERATORS[args.op]
     except KeyError:
@@ -268,7 +243,7 @@ def cmd_tune(args) -> int:
             shown["bar"].update(done - shown["bar"].n)
 
     try:
-        table = tune(collectives, parse_procs(args.procs), parse_size_range(args.sizes), topology=args.topology,
+        table = tune(collectives, procs, parse_size_range(args.sizes), topology=args.topology,
                      routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
                      reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
@@ -290,6 +265,10 @@ def cmd_tune(args) -> int:
     writers = {"json": lambda: json.dumps(table.to_json(), indent=1) + "\n", "csv": table.to_csv,
                "openmpi_rules": lambda: emit(table, "openmpi"), "mpich_json": lambda: emit(table, "mpich"),
                "topocoll_json": lambda: emit(table, "topocoll")}
+    # every output made before the first is written: a refusal (an emitter, the plot's panels) writes nothing
+    texts = {dest: writers[dest]() for opt, dest in _OUTPUTS if getattr(args, dest) is not None and dest != "plot"}
+    if args.plot is not None:
+        check_plot(table)
     for opt, dest in _OUTPUTS:
         path = getattr(args, dest)
         if path is None:
@@ -297,7 +276,7 @@ def cmd_tune(args) -> int:
         if dest == "plot":
             plot(table, path)
         else:
-            write_output(opt, path, writers[dest]())
+            write_output(opt, path, texts[dest])
         if str(path) != "-":
             print(f"wrote {path}", file=sys.stderr)
             target = {"openmpi_rules": "openmpi", "mpich_json": "mpich", "topocoll_json": "topocoll"}.get(dest)

@@ -42,14 +42,14 @@ which it names instead and what that costs.
 from __future__ import annotations
 
 import json
-import os
+import os  # noqa: F401 - emit.os is the os module the tests patch (os.replace of write_atomic)
 import re
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from ..errors import ParseError, SpecError
+from ..outputs import check_output, write_text
 from .libdefaults import check_library, mpich_default, openmpi_default
 from .tuner import Choice, DecisionTable, GridPoint
 
@@ -452,36 +452,11 @@ def topocoll_json(table: DecisionTable) -> dict:
 # ---- writing -------------------------------------------------------------------------------
 
 def write_atomic(path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file renamed into place: a failure leaves no
-    partial file. A directory that does not exist or cannot be written is a one-line SpecError."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise SpecError(f"output {str(path)!r} is a directory, expected a file name")
-    if not parent.is_dir():
-        raise SpecError(f"output {str(path)!r}: directory {str(parent)!r} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise SpecError(f"output {str(path)!r}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise SpecError(f"output {str(path)!r}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Write ``text`` to ``path`` through a temporary file renamed into place (:mod:`topocoll.outputs`):
+    a failure leaves no partial file. A directory that does not exist or cannot be written is a one-line
+    SpecError."""
+    check_output("output", path)
+    return write_text(path, text)
 
 
 def how_to_load(target: str, path: str) -> str:

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import SpecError
+from ..outputs import atomic
 
 __all__ = ["FORMATS", "check_path", "fit_titles", "new_figure", "save"]
 
@@ -75,20 +76,20 @@ def fit_titles(fig) -> None:
 
 
 def save(fig, path, where: str) -> Path:
-    """Write ``fig`` to ``path`` in the format its suffix names.
+    """Write ``fig`` to ``path`` in the format its suffix names, whole or not at all (a temporary
+    file renamed into place, :func:`topocoll.outputs.atomic`: an error or Ctrl-C while drawing leaves
+    no 0-byte or half-written picture).
 
     Raises
     ------
     SpecError
-        The suffix is not one of :data:`FORMATS` or ``path`` names a
-        directory (one line, naming ``where``).
-    OSError
-        The file cannot be written (as ``open`` raises it, with its
-        ``filename``: the command line turns it into its one-line error).
+        The suffix is not one of :data:`FORMATS`, ``path`` names a
+        directory, or the file cannot be written (one line, naming ``where``).
     """
     path, fmt = check_path(path, where)
     fit_titles(fig)
     import matplotlib
-    with open(path, "wb") as out, matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "topocoll"}):
+    with atomic(path, option=where, binary=True) as out, \
+            matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "topocoll"}):
         fig.savefig(out, format=fmt, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
     return path

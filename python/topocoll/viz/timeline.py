@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError
+from ..outputs import atomic
 from ..schedules.program import COPY, RECV, REDUCE, SEND
 
 __all__ = ["GROUP", "chrome_trace", "rank_groups", "write_chrome_trace"]
@@ -392,6 +393,6 @@ def write_chrome_trace(sim, path, *, title: str = "", group: int | None = None, 
     """
     doc = chrome_trace(sim, title, group=group, waits=waits)
     path = Path(path)
-    with open(path, "w") as f:
+    with atomic(path, option="--trace") as f:
         json.dump(doc, f, separators=(",", ":"))
     return path

@@ -88,7 +88,7 @@ def test_read_depth_order(tmp_path):
     path.write_text("0 1 1 2\n")
     with pytest.raises(SpecError, match=r"order.txt: depth_order: order repeats rank 1"):
         read_depth_order(path, 4)
-    with pytest.raises(ParseError, match=r"cannot read depth order"):
+    with pytest.raises(ParseError, match=r"missing.txt: cannot read \(.*\), expected a depth order"):
         read_depth_order(tmp_path / "missing.txt", 4)
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from topocoll.errors import SpecError
+from topocoll.inputs import TABLE_BYTES, read_text
 
 from ..dragonfly import ARIES_BANDWIDTH, ARIES_LATENCY, aries_tables
 from ..graph import GraphBuilder
@@ -44,6 +45,18 @@ _LINE = re.compile(r"^(c\d+-\d+c\d+s\d+a\d+)l(\d+)\s*[\(\[](\d+):(\d+):(\d+)[\)\
 _FAR = re.compile(r"^(c\d+-\d+c\d+s\d+a\d+)l(\d+)\s*[\(\[](\d+):(\d+):(\d+)[\)\]]$")
 _COLOURS = ("green", "black", "blue")
 MAX_LINES = 5_000_000
+#: largest router coordinate (group, chassis, slot) read: a Cray XC has at most 241 groups of 6 chassis
+#: of 16 slots; the bound leaves room for other shapes and keeps every coordinate far inside int64
+MAX_COORDINATE = 65535
+
+
+def _coordinates(path, no: int, router: str, digits) -> tuple:
+    """A router's bracketed ``(group, chassis, slot)``, each in ``0 .. MAX_COORDINATE``."""
+    for name, text in zip(("group", "chassis", "slot"), digits):
+        if len(text) > 5 or int(text) > MAX_COORDINATE:
+            raise SpecError(f"{path}:{no}: router {router} {name} {text}, expected 0..{MAX_COORDINATE} "
+                            "(MAX_COORDINATE)")
+    return tuple(int(x) for x in digits)
 
 
 def read_rtr(path, *, spec: str | None = None, strict: bool = False, latency: float = ARIES_LATENCY) -> Topology:
@@ -58,11 +71,7 @@ def read_rtr(path, *, spec: str | None = None, strict: bool = False, latency: fl
     """
     path = Path(path)
     spec = spec or f"rtr:{path}"
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e}), expected an rtr "
-                        "--interconnect dump") from None
+    text = read_text(path, limit=TABLE_BYTES, what="an rtr --interconnect dump", error=SpecError)
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
         raise SpecError(f"{path}: {len(lines)} lines, expected at most {MAX_LINES:,}")
@@ -85,7 +94,7 @@ def read_rtr(path, *, spec: str | None = None, strict: bool = False, latency: fl
             raise SpecError(f"{path}:{no}: {line[:70]!r}, expected 'TILE(g:c:s) COLOUR -> TILE(g:c:s)|unused|"
                             "processor' as rtr --interconnect prints it")
         router, tile, g, r, c, colour, far = m.groups()
-        coords = (int(g), int(r), int(c))
+        coords = _coordinates(path, no, router, (g, r, c))
         if routers.setdefault(router, coords) != coords:
             raise SpecError(f"{path}:{no}: router {router} at {coords}, but at {routers[router]} before, expected "
                             "one place per router")
@@ -107,7 +116,7 @@ def read_rtr(path, *, spec: str | None = None, strict: bool = False, latency: fl
         if not fm:
             raise SpecError(f"{path}:{no}: far end {far!r}, expected a tile such as c0-0c0s6a0l10(0:0:6), "
                             "'unused' or 'processor'")
-        fcoords = tuple(int(x) for x in fm.group(3, 4, 5))
+        fcoords = _coordinates(path, no, fm.group(1), fm.group(3, 4, 5))
         if routers.setdefault(fm.group(1), fcoords) != fcoords:
             raise SpecError(f"{path}:{no}: router {fm.group(1)} at {fcoords}, but at {routers[fm.group(1)]} "
                             "before, expected one place per router")

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from topocoll.errors import ParseError
+from topocoll.inputs import TABLE_BYTES, read_bytes, read_text
 
 from ..network import Topology, make_topology
 
@@ -312,7 +313,7 @@ def _ports_form(fab, lines):
 def read_node_map(path) -> dict:
     """Read a ``GUID-id hostname`` map (``H-003048c74e4a0000 x5570comp1``)."""
     out = {}
-    for no, raw in enumerate(Path(path).read_text().splitlines(), 1):
+    for no, raw in enumerate(read_text(path, what="a map of 'NODE-ID HOSTNAME' lines").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -347,10 +348,7 @@ def parse_ibnetdiscover(path, *, node_map=None, spec=None, aggregation_nodes="se
     if aggregation_nodes not in _AGGREGATION_MODES:
         raise ParseError(f"aggregation_nodes={aggregation_nodes!r}, expected one of {', '.join(_AGGREGATION_MODES)}")
     path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as e:
-        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    text = read_bytes(path, limit=TABLE_BYTES, what="an ibnetdiscover dump", text=True).decode(errors="replace")
     names_map = read_node_map(node_map) if isinstance(node_map, (str, Path)) else dict(node_map or {})
     lines = text.splitlines()
     fab = _Fabric(path)

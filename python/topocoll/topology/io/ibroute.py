@@ -66,6 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from topocoll.errors import ParseError, SpecError, TopologyError
+from topocoll.inputs import TABLE_BYTES, read_bytes
 
 __all__ = ["parse_ibroute", "read_ibroute_dir", "forwarding_tables", "LinearForwardingTable",
            "ForwardingTables"]
@@ -146,9 +147,10 @@ def parse_ibroute(path, *, strict: bool = True) -> LinearForwardingTable:
     """
     path = Path(path)
     try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as e:
-        return _done(strict, path, None, {}, [], None, f"{path}: cannot read ({e.strerror or e})", 0)
+        lines = read_bytes(path, limit=TABLE_BYTES, what="an ibroute dump", text=True).decode(
+            errors="replace").splitlines()
+    except ParseError as e:
+        return _done(strict, path, None, {}, [], None, str(e), 0)
     head = None
     entries: dict = {}
     diagnostics: list = []

@@ -45,10 +45,12 @@ from pathlib import Path
 import numpy as np
 
 from topocoll.errors import SpecError
+from topocoll.inputs import TABLE_BYTES, read_bytes
+from topocoll.outputs import write_text
 
 from ..dragonfly import simgrid_dragonfly
 from ..graph import GraphBuilder
-from ..network import Topology
+from ..network import MAX_LATENCY_S, Topology
 from ..torus import torus
 
 __all__ = ["read_simgrid", "write_simgrid", "parse_simgrid_bandwidth", "parse_simgrid_time", "MAX_EXPORT_ENDPOINTS"]
@@ -61,6 +63,12 @@ MAX_FULL_HOSTS = 4096
 ATTACH_BANDWIDTH = 1e15
 #: netpoints of a Floyd / Dijkstra zone (Floyd-Warshall is cubic)
 MAX_ROUTED_NETPOINTS = 1024
+#: deepest element nesting read (platform, zones, cluster or route, link_ctn); the readers recurse
+#: once per zone, and SimGrid's example platforms nest at most four zones
+MAX_XML_DEPTH = 64
+#: links of a FAT_TREE cluster, estimated from its declaration before anything is built (SimGrid's
+#: largest example fat tree has 1,536; 20 M links take about 2 GB here)
+MAX_FAT_TREE_LINKS = 20_000_000
 
 _DECIMAL = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 _BINARY = {"Ki": 2.0 ** 10, "Mi": 2.0 ** 20, "Gi": 2.0 ** 30, "Ti": 2.0 ** 40, "Pi": 2.0 ** 50, "Ei": 2.0 ** 60}
@@ -80,7 +88,10 @@ def parse_simgrid_bandwidth(text: str, where: str = "bandwidth") -> float:
         raise SpecError(f"{where}: bandwidth {text!r}, expected a number with SimGrid's unit, e.g. '1.25GBps', "
                         "'10Gbps' or '1GiBps'")
     value = float(m.group(1)) * {**_DECIMAL, **_BINARY}[m.group(2) or ""]
-    return value / 8 if m.group(3) == "b" else value
+    value = value / 8 if m.group(3) == "b" else value
+    if not (math.isfinite(value) and value > 0):     # 0Bps would be simulated as infinitely fast
+        raise SpecError(f"{where}: bandwidth {text!r} is {value!r} B/s, expected a finite bandwidth > 0")
+    return value
 
 
 def parse_simgrid_time(text: str, where: str = "latency") -> float:
@@ -94,7 +105,11 @@ def parse_simgrid_time(text: str, where: str = "latency") -> float:
     if not m or (m.group(2) is None and float(m.group(1)) != 0):
         raise SpecError(f"{where}: time {text!r}, expected a number with SimGrid's unit, e.g. '1us' or '50ns'")
     scale = _TIME[m.group(2) or "s"]
-    return float(m.group(1)) / scale if m.group(2) in ("ms", "us", "ns", "ps") else float(m.group(1)) * scale
+    value = float(m.group(1)) / scale if m.group(2) in ("ms", "us", "ns", "ps") else float(m.group(1)) * scale
+    if not (math.isfinite(value) and value <= MAX_LATENCY_S):    # '1e400s' would be simulated as no latency
+        raise SpecError(f"{where}: time {text!r} is {value!r} s, expected a finite time in 0..{MAX_LATENCY_S:g} s "
+                        "(0: none)")
+    return value
 
 
 # --------------------------------------------------------------------------- XML with line numbers
@@ -108,15 +123,16 @@ class _El:
 
 
 def _parse_xml(path: Path) -> _El:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read ({e.strerror}), expected a SimGrid platform file") from None
+    data = read_bytes(path, limit=TABLE_BYTES, what="a SimGrid platform file", text=True, error=SpecError)
     root = _El("#document", {}, 1)
     stack = [root]
     parser = xml.parsers.expat.ParserCreate()
 
     def start(tag, attrs):
+        if len(stack) > MAX_XML_DEPTH:    # before the readers below recurse into it
+            raise SpecError(f"{path}:{parser.CurrentLineNumber}: <{tag}> nested {len(stack)} elements deep, "
+                            f"expected at most {MAX_XML_DEPTH} (MAX_XML_DEPTH; SimGrid's platforms nest a few "
+                            "zones)")
         el = _El(tag, dict(attrs), parser.CurrentLineNumber)
         stack[-1].children.append(el)
         stack.append(el)
@@ -258,7 +274,7 @@ class _Reader:
         text = self.need(el, "radical")
         out = []
         for part in text.split(","):
-            m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", part)
+            m = re.fullmatch(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9}))?\s*", part)
             if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
                 self.err(el.line, f"cluster radical={text!r}, expected ranges such as '0-31' or '0-3,8,10-11'")
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
@@ -316,7 +332,10 @@ class _Reader:
             if any(len(x) != 2 for x in levels):
                 self.err(el.line, f"cluster {cid!r}: DRAGONFLY topo_parameters={params_text!r}, expected "
                                   "'groups,links;chassis,links;routers,links;nodes'")
-            (nodes,) = self._int_list(el, parts[3], ",", "DRAGONFLY nodes", "one integer")
+            nodes = self._int_list(el, parts[3], ",", "DRAGONFLY nodes", "one integer")
+            if len(nodes) != 1:
+                self.err(el.line, f"cluster {cid!r}: DRAGONFLY nodes {parts[3]!r}, expected one integer")
+            (nodes,) = nodes
             (g, gl), (c, cl), (b, bl) = levels
             if g * c * b * nodes != len(names):
                 self.err(el.line, f"cluster {cid!r}: DRAGONFLY {params_text} has {g * c * b * nodes} places for "
@@ -505,7 +524,10 @@ class _Reader:
         if len(parts) != 4:
             self.err(el.line, f"cluster {cid!r}: FAT_TREE topo_parameters={text!r}, expected "
                               "'levels;down1,..;up1,..;count1,..', e.g. '2;4,4;1,2;1,2'")
-        (levels,) = self._int_list(el, parts[0], ",", "FAT_TREE levels", "one integer")
+        levels = self._int_list(el, parts[0], ",", "FAT_TREE levels", "one integer")
+        if len(levels) != 1:
+            self.err(el.line, f"cluster {cid!r}: FAT_TREE levels {parts[0]!r}, expected one integer")
+        (levels,) = levels
         down, up, count = (self._int_list(el, x, ",", "FAT_TREE vector", f"{levels} integers") for x in parts[1:])
         if not len(down) == len(up) == len(count) == levels:
             self.err(el.line, f"cluster {cid!r}: FAT_TREE {text}: vectors of {len(down)}, {len(up)}, {len(count)} "
@@ -516,6 +538,9 @@ class _Reader:
         ft = _SimgridFatTree(levels, down, up, count)
         if ft.n_nodes > 2_000_000:
             self.err(el.line, f"cluster {cid!r}: FAT_TREE {text} has {ft.n_nodes} nodes, expected at most 2,000,000")
+        if ft.n_links > MAX_FAT_TREE_LINKS:
+            self.err(el.line, f"cluster {cid!r}: FAT_TREE {text} has {ft.n_links:,} links, expected at most "
+                              f"{MAX_FAT_TREE_LINKS:,} (MAX_FAT_TREE_LINKS)")
         if up[0] * count[0] > 1:
             self.warn(el.line, f"cluster {cid!r}: hosts with {up[0] * count[0]} up links: SimGrid picks one by "
                                "destination, topocoll's hosts inject on their first link")
@@ -905,6 +930,8 @@ class _SimgridFatTree:
         for i in range(levels):
             self.by_level.append(math.prod(up[:i + 1]) * math.prod(down[i + 1:]))
         self.n_nodes = sum(self.by_level)
+        # each node below the top has up[l] parents, count[l] cables to each, a link each way
+        self.n_links = 2 * sum(self.by_level[i] * up[i] * count[i] for i in range(levels))
 
     def build(self, cid, names, bw, lat, split, spec) -> Topology:
         L, down, up, count = self.levels, self.down, self.up, self.count
@@ -1028,6 +1055,23 @@ def export_seconds(routes: int, hops: int) -> float:
     return wall_seconds(EXPORT_S_PER_HOP * hops + EXPORT_S_PER_ROUTE * routes)
 
 
+def check_export(topology: Topology, router=None):
+    """The router of an export of ``topology``, refused in one line (before anything is written)
+    where the export cannot be made: more than :data:`MAX_EXPORT_ENDPOINTS` endpoints, a per-packet
+    or multipath routing."""
+    from ..routing import make_router
+    t, n = topology, topology.n_endpoints
+    if n > MAX_EXPORT_ENDPOINTS:
+        raise SpecError(f"--export-simgrid: {t.spec} has {n} endpoints, expected at most {MAX_EXPORT_ENDPOINTS} "
+                        f"(a Full zone holds one route per ordered host pair: {n * (n - 1):,})")
+    r = router if router is not None else make_router(t)
+    r.require_static("--export-simgrid")
+    if r.multipath:
+        raise SpecError(f"--export-simgrid: routing {r.name} splits flows over several paths, expected a single-path "
+                        "routing (SimGrid routes are one link list per pair)")
+    return r
+
+
 def write_simgrid(topology: Topology, path, *, router=None, progress: bool = False) -> dict:
     """Write ``topology`` with ``router``'s routes (the family default if None) as a SimGrid 3.32
     platform: one ``Full`` zone, a host per endpoint (1 Gf), a ``SPLITDUPLEX`` link per cable (a
@@ -1044,17 +1088,10 @@ def write_simgrid(topology: Topology, path, *, router=None, progress: bool = Fal
         More than :data:`MAX_EXPORT_ENDPOINTS` endpoints, a multipath or per-packet routing, or an
         unwritable path.
     """
-    from ..routing import make_router, route
+    from ..routing import route
     t = topology
     n = t.n_endpoints
-    if n > MAX_EXPORT_ENDPOINTS:
-        raise SpecError(f"--export-simgrid: {t.spec} has {n} endpoints, expected at most {MAX_EXPORT_ENDPOINTS} "
-                        f"(a Full zone holds one route per ordered host pair: {n * (n - 1):,})")
-    r = router if router is not None else make_router(t)
-    r.require_static("--export-simgrid")
-    if r.multipath:
-        raise SpecError(f"--export-simgrid: routing {r.name} splits flows over several paths, expected a single-path "
-                        "routing (SimGrid routes are one link list per pair)")
+    r = check_export(t, router)
     hosts = [_xml_id(x) for x in t.names[:n]]
     if len(set(hosts)) != n:   # multi-rail hosts share a name: number the adapters
         hosts = [f"{h}_e{i}" for i, h in enumerate(hosts)]
@@ -1114,8 +1151,5 @@ def write_simgrid(topology: Topology, path, *, router=None, progress: bool = Fal
     if meter is not None:
         meter.close()
     lines += ["  </zone>", "</platform>", ""]
-    try:
-        Path(path).write_text("\n".join(lines))
-    except OSError as e:
-        raise SpecError(f"--export-simgrid {str(path)!r}: {e.strerror or e}, expected a writable file") from None
+    write_text(path, "\n".join(lines), option="--export-simgrid")
     return {"hosts": n, "cables": len(cables), "routes": int(len(src)), "path": str(path)}

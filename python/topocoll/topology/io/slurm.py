@@ -12,8 +12,14 @@ import re
 from pathlib import Path
 
 from topocoll.errors import ParseError
+from topocoll.inputs import read_text
 
 __all__ = ["expand_hostlist", "read_hostfile", "read_slurm_topology_order"]
+
+#: host names one hostlist expands to at most (the largest machines have about 10^5 nodes)
+MAX_HOSTLIST = 1_000_000
+#: slots of one hostfile line at most (cores of one host; ranks per host are bounded again by --ppn)
+MAX_SLOTS = 1_000_000
 
 
 def expand_hostlist(text: str, where="hostlist") -> list:
@@ -26,13 +32,16 @@ def expand_hostlist(text: str, where="hostlist") -> list:
             continue
         prefix, body, suffix = m.groups()
         for rng in body.split(","):
-            r = re.fullmatch(r"(\d+)(?:-(\d+))?", rng)
+            r = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", rng)
             if not r:
-                raise ParseError(f"{where}: range {rng!r} in {part!r}, expected N or N-M")
+                raise ParseError(f"{where}: range {rng!r} in {part!r}, expected N or N-M (numbers of at most 9 digits)")
             lo, hi = r.group(1), r.group(2) or r.group(1)
             if int(hi) < int(lo):
                 raise ParseError(f"{where}: range {rng!r} runs backwards, expected N-M with N <= M")
             width = len(lo) if lo.startswith("0") else 0
+            if len(out) + int(hi) - int(lo) + 1 > MAX_HOSTLIST:     # before building the names
+                raise ParseError(f"{where}: {part!r} names more than {MAX_HOSTLIST:,} hosts, expected at most "
+                                 f"{MAX_HOSTLIST:,} (MAX_HOSTLIST)")
             out.extend(f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi) + 1))
     return out
 
@@ -41,10 +50,7 @@ def _hostfile_lines(path):
     """``(line number, host, slots or None)`` of each host line of a hostfile
     (``host``, ``host slots=4`` or ``host:4``; ``#`` starts a comment)."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    lines = read_text(path, what="a hostfile ('HOST', 'HOST:N' or 'HOST slots=N' lines)").splitlines()
     for no, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -53,6 +59,8 @@ def _hostfile_lines(path):
         if not m:
             raise ParseError(f"{path}:{no}: {line[:60]!r}, expected 'HOST', 'HOST:N' or 'HOST slots=N'")
         n = m.group(2) or m.group(3)
+        if n is not None and (len(n) > 7 or int(n) > MAX_SLOTS):
+            raise ParseError(f"{path}:{no}: {n} slots, expected at most {MAX_SLOTS:,} (MAX_SLOTS)")
         yield no, m.group(1), None if n is None else int(n)
 
 
@@ -81,10 +89,7 @@ def read_hostfile_slots(path) -> list:
 def read_slurm_topology_order(path) -> list:
     """Node names of a ``topology.conf`` in leaf-switch order."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise ParseError(f"{path}: cannot read ({e.strerror})") from None
+    lines = read_text(path, what="a Slurm topology.conf").splitlines()
     nodes = []
     for no, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
