@@ -10,7 +10,8 @@ comma-separated::
 ========  ==================================================  ===========
 ``ppn``   rank slots per host (1..1024)                        required
 ``dist``  ``block`` (ranks 0..ppn−1 on the first host) or      ``block``
-          ``cyclic`` (rank r on host r mod H) — Slurm's
+          ``cyclic`` (rank r on host r mod H, H = all
+          hosts, or P when P is smaller) — Slurm's
           ``--distribution``
 ``lat``   one-way shared-memory latency between two ranks      0.3 µs
 ``bw``    one rank's copy bandwidth (into or out of the node)  10 GB/s
@@ -162,10 +163,24 @@ def fabric_link_ids(topology: Topology) -> np.ndarray:
     return _fabric_ids(topology.params["fabric"], topology.params["nodes"].ppn)
 
 
+def hosts_used(nodes: NodeSpec, n_ranks: int, n_hosts: int) -> int:
+    """Hosts ``n_ranks`` ranks occupy out of ``n_hosts``: ``block`` fills
+    ⌈P / ppn⌉ of them; ``cyclic`` deals over all hosts of the allocation
+    (one rank each while there are fewer ranks than hosts), as Slurm's
+    ``--distribution=cyclic`` does: "consecutive tasks are distributed over
+    consecutive nodes (in a round-robin fashion)" — on three nodes with two
+    CPUs each, four tasks go one and four to the first node, two to the
+    second, three to the third (srun(1), ``--distribution``)."""
+    if nodes.distribution == "block":
+        return -(-n_ranks // nodes.ppn)
+    return min(n_hosts, n_ranks)
+
+
 def place_on_nodes(host_order: np.ndarray, nodes: NodeSpec, n_ranks: int) -> np.ndarray:
     """Slots of ``n_ranks`` ranks on the hosts ``host_order`` (one entry per
-    host used, in order): ``block`` fills a host before the next, ``cyclic``
-    deals ranks round the hosts (Slurm's ``--distribution``)."""
+    host used, in order, :func:`hosts_used` of them): ``block`` fills a host
+    before the next, ``cyclic`` deals rank ``r`` to host ``r mod H`` (Slurm's
+    ``--distribution``)."""
     hosts = np.asarray(host_order, dtype=np.int64)
     r = np.arange(n_ranks)
     if nodes.distribution == "block":
