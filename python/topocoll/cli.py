@@ -579,6 +579,9 @@ def main(argv: "list[str] | tuple[str, ...] | None" = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         apply_ppn(args)
+        if getattr(args, "profile", None) is not None and getattr(args, "topology", None):
+            from .sim.cli import apply_profile_to_nodes   # the profile's intra-node costs for SPEC+ppn=N
+            apply_profile_to_nodes(args)
         return args.func(args)
     except TopocollError as exc:
         print(f"topocoll: error: {exc}", file=sys.stderr)

@@ -22,7 +22,7 @@ from .sweep import SimTask, build, platform_for, run_sweep
 
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
-           "profile_of", "check_model_options", "model_line"]
+           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes"]
 
 #: the models that have NIC ports (``--ports``: LogGOPS's k ports; the packet
 #: model's injection FIFOs per endpoint)
@@ -119,13 +119,41 @@ def engine_options(args) -> EngineOptions:
     profile = profile_of(args)
     keep = tuple(given)
     if profile is not None:
-        options = profile.engine_options(**common, **explicit)
+        options = profile.engine_options(shared_nic=_shared_nic(args), **common, **explicit)
         if profile.eager is not None:   # the threshold measured on the machine wins over the preset's
             keep += ("eager",)
     else:
         defaults = {field: default for _, field, default in _ENGINE_FLAGS}
         options = EngineOptions(**common, **{**defaults, **explicit})
     return apply_preset(options, getattr(args, "preset", None), keep=keep)
+
+
+def _shared_nic(args) -> bool:
+    """Whether ``--topology`` puts several ranks on a host (their NIC shared)."""
+    topology = getattr(args, "topology", None) or ""
+    if "+ppn=" not in topology:
+        return False
+    ppn = topology.rpartition("+ppn=")[2].partition(",")[0].partition("@")[0]
+    return ppn.strip() != "1"
+
+
+def apply_profile_to_nodes(args) -> None:
+    """With ``--profile`` and a ``SPEC+ppn=N`` topology: the node options
+    the spec leaves out that the profile's intra-node level gives (``lat``,
+    ``bw``: :meth:`MachineProfile.node_options`) are added to
+    ``args.topology``, so intra-node messages cost what OSU measured within
+    a node (a spec's own values win)."""
+    topology = getattr(args, "topology", None)
+    if not topology or "+ppn=" not in topology or getattr(args, "profile", None) is None:
+        return
+    options = profile_of(args).node_options()
+    fabric, _, rest = topology.rpartition("+ppn=")
+    node_part, at, fabric_opts = rest.partition("@")
+    given = {item.partition("=")[0].strip() for item in node_part.split(",")[1:]}
+    text = {"lat": lambda v: f"{v * 1e6:.6g}us", "bw": lambda v: f"{v / 1e9:.6g}GB/s"}
+    added = "".join(f",{key}={text[key](value)}" for key, value in options.items() if key not in given)
+    if added:
+        args.topology = f"{fabric}+ppn={node_part}{added}{at}{fabric_opts}"
 
 
 def model_line(args, model: str, options: EngineOptions) -> str:

@@ -187,3 +187,40 @@ def test_simulate_prints_its_model_and_preset(capsys):
     err = capsys.readouterr().err
     assert "--preset mpi with the alpha-beta-gamma model, expected an event-driven model" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _osu_profile(*files):
+    from pathlib import Path
+    from topocoll.mpi.calibrate import profile_from_osu
+    d = Path(__file__).resolve().parents[4] / "tests" / "data" / "osu"
+    return profile_from_osu([f"{level}:{d / name}" for level, name in files]).profile
+
+
+def test_a_profiles_intra_node_level_prices_intra_node_messages(tmp_path, capsys):
+    """The synthetic OSU files (tests/data/osu): the intra-node ping-pong
+    fits α_intra, β_intra; inter-node α, 12 GB/s, g. A 1 MiB message between
+    two ranks of one host costs α_intra + 1 MiB · β_intra (the node's link
+    latency and copy bandwidth from the intra level; memory at 100 GB/s does
+    not bind), not the NIC's G, g, L."""
+    from topocoll.cli import main
+    from topocoll.sim.profile import save_profile
+    prof = _osu_profile(("intra", "synthetic-intra-latency-v7.3.txt"), ("inter", "synthetic-inter-latency-v5.6.txt"),
+                        ("inter", "synthetic-inter-bw-v7.5.txt"), ("inter", "synthetic-inter-mbw_mr-v5.6.txt"))
+    path = save_profile(prof, tmp_path / "cluster.json")
+    intra = prof.levels["intra"]
+    assert main(["simulate", "bcast", "binomial", "-P", "2", "--size", "1M", "--topology", "crossbar:2+ppn=2",
+                 "--profile", str(path), "--json"]) == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert out["time_s"] == pytest.approx(intra.alpha + MIB * intra.beta, rel=1e-5)
+
+
+def test_a_shared_nics_gap_is_one_over_its_message_rate():
+    """osu_mbw_mr: 4 pairs together 40 M messages/s. One endpoint per NIC:
+    g = 4 / 40e6 = 100 ns (one pair's); a NIC shared by a host's ranks: its
+    own gap 1 / 40e6 = 25 ns, L − g keeping a lone message's latency L."""
+    prof = _osu_profile(("inter", "synthetic-inter-latency-v5.6.txt"), ("inter", "synthetic-inter-mbw_mr-v5.6.txt"))
+    assert prof.loggops("mpi")["g"] == pytest.approx(100e-9, rel=1e-9)
+    shared = prof.loggops("mpi", shared_nic=True)
+    assert shared["g"] == pytest.approx(25e-9, rel=1e-9)
+    assert shared["L"] + shared["g"] == pytest.approx(prof.L, rel=1e-12)
