@@ -30,13 +30,22 @@ in the Rust core numbers them): each rank slot has a link to the host's
 hub and one back (latency ``lat/2`` each, bandwidth ``bw``); the hub is the
 fabric endpoint, so the host's links into the fabric are its NIC, shared by
 its ranks (``host.bw=`` of the fabric spec sets the NIC's injection
-bandwidth); intra-node messages also cross one memory link per host (hub →
-memory → hub, bandwidth ``mem``, shared). A message between hosts crosses
-both ranks' links too (the NIC reads and writes the ranks' buffers).
+bandwidth). A message between two ranks of one host goes up, through one
+memory link per host (hub → memory → hub, bandwidth ``mem``, shared by the
+host's intra-node messages) and down: ``lat + m / min(bw, mem share)``. A
+message between hosts takes the fabric's route alone: the NIC reads and
+writes the ranks' buffers itself (RDMA), so ``bw`` (a core's copy
+bandwidth) does not cap it: a single rank's stream is limited by the host's
+NIC link, and the host's ranks together share that link (their aggregate
+injection).
 
-What it does not model (said where results are printed): the NIC's
-message rate (a LogGP gap per NIC rather than per rank), several NICs per
-host (multi-rail hosts keep one rank per adapter, ``--rail``), and sockets.
+The NIC's per-message costs are the host's too: ``loggops``'s lanes (its
+gap ``g``: the NIC's message rate ``1/g``, and ``G``) and ``L``, and the
+flow model's ``nic_bandwidth``, belong to the host, shared by its ranks,
+and a message within a host pays none of them (``src/engine/loggops.rs``,
+``src/engine/flow.rs``). What it does not model: several NICs per host
+(multi-rail hosts keep one rank per adapter, ``--rail``), sockets, and a
+message rate in the flow and packet models (they have no per-message gap).
 ``ppn=1`` is the fabric itself, unchanged: with one rank per host, the
 node's links are left out (every model's results stay as they were).
 """
