@@ -77,8 +77,10 @@ def apply_preset(options, name: str | None, *, keep: tuple = ()):
 
 
 def describe_preset(name: str | None, options) -> str:
-    """``preset smpi`` or ``no preset``, with the protocol the run used (one
-    phrase for the simulate/compare header line)."""
-    what = (f"sharing {options.sharing}, {options.small_sends} sends up to {options.eager} B, "
-            f"rendezvous {options.rendezvous}, envelope {options.envelope_bytes} B")
-    return f"preset {name} ({what})" if name else f"no preset ({what})"
+    """``preset smpi (its protocol as the run used it)`` or ``no preset``
+    (the engine's defaults and the flags given): one phrase of the
+    simulate/compare header line."""
+    if not name:
+        return "no preset"
+    return (f"preset {name} (sharing {options.sharing}, {options.small_sends} sends up to {options.eager} B, "
+            f"rendezvous {options.rendezvous}, envelope {options.envelope_bytes} B)")

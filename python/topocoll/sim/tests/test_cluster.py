@@ -182,7 +182,7 @@ def test_simulate_prints_its_model_and_preset(capsys):
     assert ("flow model, preset smpi (sharing cm02, detached sends up to 100 B, rendezvous direct, envelope 16 B)"
             in out)
     assert main(argv) == 0
-    assert "flow model, no preset (sharing maxmin, eager sends up to 65535 B" in capsys.readouterr().out
+    assert "flow model, no preset, sync=deps" in capsys.readouterr().out
     assert main(["compare", "allreduce", "-P", "4", "--sizes", "1K", "--preset", "mpi"]) == 2
     err = capsys.readouterr().err
     assert "--preset mpi with the alpha-beta-gamma model, expected an event-driven model" in err
