@@ -427,13 +427,15 @@ class Simulation:
     def injection_bound(self) -> float:
         """Every rank's link into the network at full speed, B/s (links are
         sorted by source node, so an endpoint's first link is its own); with
-        several ranks per host, every host's NIC link."""
+        several ranks per host, the ranks' shared-memory links plus the
+        hosts' NIC links (a message leaves through one or the other)."""
         topo = self.network.topology
         bw = topo.bandwidth if self.link_bandwidth is None else self.link_bandwidth
-        if topo.family == "nodes":   # the hosts' NIC links (a host's hub's first link is its first fabric link)
+        own = float(np.asarray(bw)[topo.indptr[self.network.order]].sum())
+        if topo.family == "nodes":   # and the hosts' NIC links (a host hub's first link is its first fabric link)
             hosts = np.unique(np.asarray(self.network.order) // topo.params["nodes"].ppn)
-            return float(np.asarray(bw)[topo.indptr[topo.n_endpoints + hosts]].sum())
-        return float(np.asarray(bw)[topo.indptr[self.network.order]].sum())
+            own += float(np.asarray(bw)[topo.indptr[topo.n_endpoints + hosts]].sum())
+        return own
 
     @property
     def bandwidth(self) -> float:
