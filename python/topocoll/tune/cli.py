@@ -255,6 +255,7 @@ def cmd_tune(args) -> int:
             raise SpecError(f"--preset {args.preset} with the {args.model or 'default'} model, expected an "
                             f"event-driven model (--model {' / '.join(EVENT_MODELS)}): the preset sets their protocol")
         model = model_named(args.model, options=apply_preset(EngineOptions(), args.preset))
+        model.name = f"{args.model} (preset {args.preset})"   # the tables' header names the preset
     orders = [o.strip() for o in args.orders.split(",")] if args.orders else None
     if orders is not None and any(not o for o in orders):
         raise SpecError(f"--orders {args.orders!r}, expected names separated by single commas")

@@ -187,6 +187,10 @@ def test_simulate_prints_its_model_and_preset(capsys):
     err = capsys.readouterr().err
     assert "--preset mpi with the alpha-beta-gamma model, expected an event-driven model" in err
     assert len(err.strip().splitlines()) == 1
+    assert main(["tune", "allreduce", "-P", "4", "--sizes", "8", "--preset", "smpi"]) == 2
+    err = capsys.readouterr().err
+    assert "--preset smpi with the default model, expected an event-driven model" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def _osu_profile(*files):
