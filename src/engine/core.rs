@@ -701,7 +701,8 @@ impl<'a, S: OpStore> Core<'a, S> {
     }
 
     fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
-        if (CTRL_BASE..BG_BASE).contains(&id) && self.eng.costs.rendezvous == Rendezvous::Handshake {
+        let handshake = self.eng.costs.rendezvous == Rendezvous::Handshake;
+        if handshake && (CTRL_BASE..BG_BASE).contains(&id) {
             return self.on_control(t, id - CTRL_BASE);
         }
         if id >= BG_BASE {
