@@ -765,13 +765,116 @@ def run(only: str | None = None) -> str:
     ]) + "\n"
 
 
+# ------------------------------------------------- presets against SMPI's defaults
+
+#: SMPI with its own thresholds: the table's options less the two that override them (SimGrid 3.32's
+#: defaults: smpi/async-small-thresh 0, smpi/send-is-detached-thresh 65536, smpi_config.cpp lines 92-97)
+SMPI_DEFAULT_OPTIONS = tuple(o for o in SMPI_OPTIONS if "small-thresh" not in o and "detached-thresh" not in o)
+
+#: the topocoll configurations compared with SMPI's defaults: (column, EngineOptions fields or a preset name)
+PRESET_COLUMNS = (
+    ("--preset smpi", "smpi"),
+    ("plain flow (no preset)", {}),
+    ("cm02 + detached, no envelope", {"sharing": "cm02", "small_sends": "detached"}),
+)
+
+PRESET_CHILD = r"""
+import json, sys
+from topocoll.schedules import generate
+from topocoll.schedules.sizes import from_bytes
+from topocoll.sim import Platform, make_network
+from topocoll.sim.engine import EngineOptions, simulate
+from topocoll.sim.presets import apply_preset
+coll, alg, p, nbytes, spec, routing, sync, columns, reduce_bw = json.loads(sys.argv[1])
+sched = generate(coll, alg, p, **from_bytes(coll, p, nbytes))
+platform = Platform(alpha=0.0, reduce_bandwidth=reduce_bw, network=make_network(spec, p, routing=routing,
+                                                                                   order="routing"))
+out = {}
+for name, how in columns:
+    base = EngineOptions(sync=sync)
+    options = apply_preset(base, how) if isinstance(how, str) else EngineOptions(sync=sync, **how)
+    out[name] = simulate(sched, platform, model="flow", options=options).time
+print(json.dumps(out))
+"""
+
+
+def run_presets(only: str | None = None) -> str:
+    """SMPI with its default thresholds (application mode) against the flow
+    model under :data:`PRESET_COLUMNS`; the error of each, per case."""
+    why = ensure_simgrid()
+    heading = "## SMPI with its defaults against `--preset smpi` (issue 28)"
+    if why is not None:
+        return f"{heading}\n\nSkipped: SimGrid's SMPI is not available ({why}).\n"
+    head = "| case | machine | P | size | SMPI time | " + " | ".join(
+        f"{c} | error" for c, _ in PRESET_COLUMNS) + " |"
+    rows = [head, "|---|---|---:|---|---:|" + "---:|---:|" * len(PRESET_COLUMNS)]
+    within = {c: [0, 0] for c, _ in PRESET_COLUMNS}
+    worst = {c: (0.0, "") for c, _ in PRESET_COLUMNS}
+    notes = []
+    with tempfile.TemporaryDirectory(prefix="topocoll-smpi-") as name:
+        tmp = Path(name)
+        exe = tmp / "collective"
+        build = subprocess.run(["smpicc", "-O2", "-o", str(exe), str(SOURCE)], capture_output=True, text=True, cwd=tmp)
+        if build.returncode != 0:
+            return f"{heading}\n\nSkipped: smpicc failed.\n"
+        for m in MACHINES:
+            (tmp / f"{m.name.replace(' ', '_')}.xml").write_text(m.platform_xml())
+            (tmp / f"hosts{m.hosts}").write_text("".join(f"node-{i}\n" for i in range(m.hosts)))
+        for case in cases():
+            tag = (f"{case.collective} {case.algorithm}/{case.smpi} on {case.machine.name}, P={case.p}, "
+                   f"{_size(case.nbytes)}")
+            if only and only not in tag:
+                continue
+            print(f"[bench] smpi presets: {tag}", file=sys.stderr, flush=True)
+            cmd = ["smpirun", *_platform_args(case, tmp), *SMPI_DEFAULT_OPTIONS, *_algorithm(case), str(exe),
+                   case.collective, str(case.nbytes)]
+            out, _, _, err = _smpirun(cmd, tmp, case.timeout_s)
+            found = re.search(r"^time_s (\S+)", out, flags=re.M)
+            smpi = float(found.group(1)) if err is None and found else None
+            r, terr = run_child(PRESET_CHILD, [case.collective, case.algorithm, case.p, case.nbytes, case.machine.spec,
+                                               case.machine.routing, case.sync, list(PRESET_COLUMNS),
+                                               REDUCE_BANDWIDTH], timeout_s=TOPOCOLL_TIMEOUT_S,
+                               memory_bytes=TOPOCOLL_MEMORY)
+            if terr:
+                notes.append(f"topocoll, {tag}: {terr}")
+                r = {}
+            cells = []
+            for c, _ in PRESET_COLUMNS:
+                t = r.get(c)
+                if t is None or smpi is None:
+                    cells.append(f"{_us(t)} | -")
+                    continue
+                e = (t - smpi) / smpi
+                within[c][0] += abs(e) <= 0.01
+                within[c][1] += 1
+                if abs(e) >= abs(worst[c][0]):
+                    worst[c] = (e, tag)
+                cells.append(f"{_us(t)} | {e * 100:+.3f} %")
+            smpi_cell = _us(smpi) if smpi is not None else (err or "no time_s")
+            rows.append(f"| {case.collective} `{case.algorithm}` ↔ SMPI `{case.smpi}` | {case.machine.name} | "
+                        f"{case.p} | {_size(case.nbytes)} | {smpi_cell} | " + " | ".join(cells) + " |")
+    summary = [f"- {c}: within 1 % on {n} of {total} cases; largest error {worst[c][0] * 100:+.3f} % "
+               f"({worst[c][1]})" for c, (n, total) in within.items()]
+    return "\n".join([
+        heading, "",
+        f"Command: `.venv/bin/python benchmarks/bench_smpi.py --preset-check`. SMPI in application mode with its "
+        "default thresholds (the table above's options less `smpi/async-small-thresh` and "
+        "`smpi/send-is-detached-thresh`: " + " ".join(f"`{o}`" for o in SMPI_DEFAULT_OPTIONS) + "); the same "
+        "machines, cases and α = 0 as above. topocoll: the flow model with `EngineOptions(sync=...)` under each "
+        "column's options (`--preset smpi`: `topocoll.sim.presets.PRESETS['smpi']`). Error: topocoll / SMPI − 1.",
+        "", *rows, "", *summary, "", *(f"- {n}" for n in notes)]) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the section to FILE instead of printing it")
     parser.add_argument("--only", metavar="TEXT", help="only the rows whose tag contains TEXT (as printed on stderr, "
                         "e.g. 'alltoall direct/basic_linear on torus'), without the cross-checks")
+    parser.add_argument("--preset-check", action="store_true",
+                        help="instead: SMPI with its default thresholds against the flow model's presets "
+                             "(application mode only)")
     args = parser.parse_args(argv)
-    text = run(args.only)
+    text = run_presets(args.only) if args.preset_check else run(args.only)
     if args.out:
         Path(args.out).write_text(text)
     else:

@@ -290,6 +290,9 @@ def _platform(args) -> tuple:
     name = args.model or ("alpha-beta-gamma" if args.topology is None else "static")
     check_model_options(args, model=name)
     if name in ("alpha-beta-gamma", "static"):
+        if getattr(args, "preset", None) is not None:
+            raise SpecError(f"--preset {args.preset} with the {name} model, expected an event-driven model "
+                            "(--model loggops, flow, congestion or packet): the preset sets their protocol")
         model = model_named(name)
     else:
         model = model_named(name, options=engine_options(args))
@@ -313,10 +316,15 @@ def _platform(args) -> tuple:
     return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
 
-def _print_ranking(collective, p, rows, model, platform) -> None:
+def _print_ranking(collective, p, rows, model, platform, preset=None) -> None:
     from .schedules.sizes import CONVENTION
     from .sim import AlphaBetaGamma, StaticContention
-    print(f"{collective} on P={p}, {model.name} model: {platform.describe()}")
+    options = getattr(model, "options", None)
+    if options is not None:   # an event model: its protocol and preset (topocoll.sim.presets)
+        from .sim.presets import describe_preset
+        print(f"{collective} on P={p}, {model.name} model, {describe_preset(preset, options)}: {platform.describe()}")
+    else:
+        print(f"{collective} on P={p}, {model.name} model: {platform.describe()}")
     static = isinstance(model, StaticContention)
     links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
     sizes = list(dict.fromkeys(r.size for r in rows))
@@ -449,9 +457,10 @@ def cmd_compare(args) -> int:
     finally:
         progress.close()
     if "-" not in (args.json, args.csv):
-        _print_ranking(args.collective, args.procs, rows, model, platform)
+        _print_ranking(args.collective, args.procs, rows, model, platform, getattr(args, "preset", None))
     if args.json is not None:
-        write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform))
+        write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform,
+                                                          getattr(args, "preset", None)))
     if args.csv is not None:
         write_output("--csv", args.csv, ranking_csv(rows))
     return 0
@@ -622,6 +631,9 @@ def main(argv: "list[str] | tuple[str, ...] | None" = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         apply_ppn(args)
+        if getattr(args, "profile", None) is not None and getattr(args, "topology", None):
+            from .sim.cli import apply_profile_to_nodes   # the profile's intra-node costs for SPEC+ppn=N
+            apply_profile_to_nodes(args)
         return args.func(args)
     except TopocollError as exc:
         print(f"topocoll: error: {exc}", file=sys.stderr)

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 
 use crate::engine::adaptive::AdaptiveTorus;
 use crate::engine::config::{ModelConfig, RunConfig};
-use crate::engine::core::{Background, Costs, Small, Sync};
+use crate::engine::core::{Background, Costs, Rendezvous, Small, Sync};
 use crate::engine::fabric::{Ps, PS_PER_S};
 use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
@@ -85,6 +85,7 @@ from_name!(Model, "model", [("loggops", Model::LogGops), ("flow", Model::Flow),
     ("congestion", Model::Congestion), ("packet", Model::Packet)]);
 from_name!(Sync, "sync", [("deps", Sync::Deps), ("rounds", Sync::Rounds), ("barrier", Sync::Barrier)]);
 from_name!(Small, "small_sends", [("eager", Small::Eager), ("detached", Small::Detached)]);
+from_name!(Rendezvous, "rendezvous", [("direct", Rendezvous::Direct), ("handshake", Rendezvous::Handshake)]);
 from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
 from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
 from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
@@ -102,6 +103,8 @@ struct Options {
     l: f64,
     eager: u64,
     small_sends: Small,
+    envelope_bytes: u64,
+    rendezvous: Rendezvous,
     ports: usize,
     nic_bandwidth: f64,
     sharing: Sharing,
@@ -349,6 +352,11 @@ pub(crate) fn run_config(
             platform.reduce_bandwidth
         )));
     }
+    if matches!(config.model, Model::Congestion) && o.rendezvous == Rendezvous::Handshake {
+        return Err(PyValueError::new_err(
+            "EngineOptions: rendezvous=\"handshake\" with the congestion model, expected it with loggops, flow or packet (the congestion model prices each round's messages only)",
+        ));
+    }
     let model = match config.model {
         Model::LogGops => ModelConfig::LogGops(LogGopsNic {
             g: ps(o.g, "EngineOptions: g")?,
@@ -383,6 +391,8 @@ pub(crate) fn run_config(
         eager_threshold: o.eager,
         small: o.small_sends,
         window: o.window,
+        envelope: o.envelope_bytes,
+        rendezvous: o.rendezvous,
     };
     let per_byte = [
         ("o_per_byte", costs.o_per_byte),

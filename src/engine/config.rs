@@ -91,9 +91,14 @@ impl<'a> AnyFabric<'a> {
         per_message: bool,
     ) -> Result<Self, CoreError> {
         let n_ep = router.graph.n_endpoints;
+        // ranks per host: the NIC is the host's (routing::nodes)
+        let ppn = match &router.engine {
+            crate::routing::Engine::Nodes(n) => n.ppn,
+            _ => 1,
+        };
         Ok(match model {
             ModelConfig::LogGops(nic) => {
-                AnyFabric::LogGops(Reservation::new(links.clone(), n_ep, nic.clone()))
+                AnyFabric::LogGops(Reservation::new(links.clone(), n_ep, nic.clone(), ppn))
             }
             ModelConfig::Flow {
                 sharing,
@@ -106,6 +111,7 @@ impl<'a> AnyFabric<'a> {
                     nic_bandwidth: *nic_bandwidth,
                     n_endpoints: n_ep,
                     tolerance: *tolerance,
+                    ppn,
                 },
             )),
             ModelConfig::Congestion => AnyFabric::Congestion(RoundFixed::new(

@@ -38,7 +38,19 @@
 //!   only once its receive is posted too. A larger send waits for its
 //!   receive to be posted (rendezvous) and completes when it has arrived;
 //! - a receive completes, after `o_recv` of CPU, once it is posted and its
-//!   message has arrived.
+//!   message has arrived;
+//! - with [`Rendezvous::Handshake`] a send above `eager_threshold` bytes
+//!   first sends a control message (request to send) to its receiver when
+//!   it is posted; the receiver answers (clear to send) once that request
+//!   has arrived and its receive is posted; the data leaves when the answer
+//!   is back (MPICH's and Open MPI's RTS/CTS rendezvous). Control messages
+//!   take no CPU, carry `envelope` bytes and cross the same fabric: a
+//!   rendezvous ping-pong pays one round trip of the route's latency more
+//!   than with [`Rendezvous::Direct`] (SMPI's, where the data leaves once
+//!   both sides are posted);
+//! - every application message puts `envelope` bytes on the wire beyond its
+//!   payload (SMPI's 16-byte MPI envelope: `smpi_request.cpp`, SimGrid 3.32
+//!   line 617, `payload_size_ = size_ + 16`).
 //!
 //! Events are ordered by `(time, sequence)` ([`super::fabric::TimeQueue`]);
 //! time is integer ps. Nothing is global: a simulation is a [`Core`] value,
@@ -144,6 +156,16 @@ impl Poll {
     }
 }
 
+/// How a message above the eager threshold starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rendezvous {
+    /// Its data leaves once both its send and its receive are posted.
+    #[default]
+    Direct,
+    /// A control round trip first (request to send, clear to send).
+    Handshake,
+}
+
 /// CPU and protocol costs of the LogGOPS model (ps, ps per byte).
 #[derive(Clone, Debug)]
 pub struct Costs {
@@ -163,6 +185,11 @@ pub struct Costs {
     /// no limit (throttling: the all-to-all paper's §3 on BG/L injection);
     /// further sends wait, in posting order.
     pub window: u32,
+    /// Bytes every message puts on the wire beyond its payload (the MPI
+    /// envelope); control messages carry this much.
+    pub envelope: u64,
+    /// Direct rendezvous or a control round trip first.
+    pub rendezvous: Rendezvous,
 }
 
 /// Network noise for the event-driven models (network-noise paper §2): every
@@ -216,6 +243,11 @@ pub const NEVER: Ps = Ps::MAX;
 /// arrivals of one instant.
 pub const BG_BASE: u32 = 1 << 31;
 
+/// Control messages of the rendezvous handshake are numbered
+/// `CTRL_BASE + message` (one in flight per message at a time), so with
+/// [`Rendezvous::Handshake`] application messages stay below `CTRL_BASE`.
+pub const CTRL_BASE: u32 = 1 << 30;
+
 /// An op id: `u32` for a whole program (smaller CPU queues and events),
 /// `u64` for a streamed one (ids run on over the whole stream).
 pub trait OpId: Copy + Ord + std::fmt::Debug {
@@ -249,7 +281,17 @@ pub struct MsgState<O> {
     pub injected: bool,
     /// Completed ops of the message (the streamed window retires it at 2).
     pub closed: u8,
+    /// Rendezvous handshake: 0 none yet, [`RTS_SENT`], [`RTS_HERE`],
+    /// [`CTS_SENT`].
+    pub handshake: u8,
 }
+
+/// The request to send is on its way to the receiver.
+pub const RTS_SENT: u8 = 1;
+/// The request to send has arrived (the answer waits for the receive).
+pub const RTS_HERE: u8 = 2;
+/// The clear to send is on its way back to the sender.
+pub const CTS_SENT: u8 = 3;
 
 impl<O> MsgState<O> {
     pub fn new(send: O, recv: O) -> Self {
@@ -261,6 +303,7 @@ impl<O> MsgState<O> {
             arrived: NEVER,
             injected: false,
             closed: 0,
+            handshake: 0,
         }
     }
 }
@@ -590,6 +633,7 @@ impl<'a, S: OpStore> Core<'a, S> {
     }
 
     fn put_on_wire(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
+        self.check_handshake_id(msg)?;
         let (s, rv) = (self.store.msg(msg).send, self.store.msg(msg).recv);
         if self.eng.trace {
             let out = &mut self.eng.out;
@@ -602,7 +646,50 @@ impl<'a, S: OpStore> Core<'a, S> {
             self.eng.order[self.store.rank(s) as usize],
             self.eng.order[self.store.peer(s) as usize],
         );
-        self.eng.inject(t, msg, src, dst, self.store.nbytes(s))
+        let bytes = self.store.nbytes(s) + self.eng.costs.envelope;
+        self.eng.inject(t, msg, src, dst, bytes)
+    }
+
+    /// With the handshake, control ids sit above the application's.
+    fn check_handshake_id(&self, msg: u32) -> Result<(), CoreError> {
+        if self.eng.costs.rendezvous == Rendezvous::Handshake && msg >= CTRL_BASE {
+            return Err(CoreError::InvalidArgument(format!(
+                "simulate: message {msg} with the rendezvous handshake, expected at most 2^30 \
+                 messages (control messages are numbered above them)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A control message of `msg`'s handshake: the request to send (from
+    /// its sender) or the clear to send (back from its receiver).
+    fn send_control(&mut self, t: Ps, msg: u32, to_receiver: bool) -> Result<(), CoreError> {
+        self.check_handshake_id(msg)?;
+        let s = self.store.msg(msg).send;
+        let (a, b) = (
+            self.eng.order[self.store.rank(s) as usize],
+            self.eng.order[self.store.peer(s) as usize],
+        );
+        let (src, dst) = if to_receiver { (a, b) } else { (b, a) };
+        let m = self.store.msg_mut(msg);
+        m.handshake = if to_receiver { RTS_SENT } else { CTS_SENT };
+        let envelope = self.eng.costs.envelope;
+        self.eng.inject(t, CTRL_BASE + msg, src, dst, envelope)
+    }
+
+    /// A control message arrived: the receiver answers a request once its
+    /// receive is posted; the sender's data leaves on the answer.
+    fn on_control(&mut self, t: Ps, msg: u32) -> Result<(), CoreError> {
+        let m = self.store.msg_mut(msg);
+        if m.handshake == RTS_SENT {
+            m.handshake = RTS_HERE;
+            if m.recv_post != NEVER {
+                self.send_control(t, msg, false)?;
+            }
+            Ok(())
+        } else {
+            self.inject_app(t, msg)
+        }
     }
 
     fn bg_send(&mut self, t: Ps, src: u32, dst: u32) -> Result<(), CoreError> {
@@ -646,6 +733,8 @@ impl<'a, S: OpStore> Core<'a, S> {
                         self.inject_app(t, msg)?;
                     }
                     self.complete(t, op);
+                } else if costs.rendezvous == Rendezvous::Handshake {
+                    self.send_control(t, msg, true)?;
                 } else if posted {
                     self.inject_app(t, msg)?;
                 }
@@ -655,12 +744,17 @@ impl<'a, S: OpStore> Core<'a, S> {
                 let m = self.store.msg_mut(msg);
                 m.recv_post = t;
                 let waits = !eager || costs.small == Small::Detached;
-                let (inject, arrived) = (
-                    waits && m.send_post != NEVER && !m.injected,
+                let handshake = !eager && costs.rendezvous == Rendezvous::Handshake;
+                let (inject, answer, arrived) = (
+                    waits && !handshake && m.send_post != NEVER && !m.injected,
+                    handshake && m.handshake == RTS_HERE,
                     m.arrived != NEVER,
                 );
                 if inject {
                     self.inject_app(t, msg)?;
+                }
+                if answer {
+                    self.send_control(t, msg, false)?;
                 }
                 if arrived {
                     self.push_cpu(t, op, 1);
@@ -673,6 +767,10 @@ impl<'a, S: OpStore> Core<'a, S> {
     }
 
     fn on_arrival(&mut self, t: Ps, id: u32) -> Result<(), CoreError> {
+        let handshake = self.eng.costs.rendezvous == Rendezvous::Handshake;
+        if handshake && (CTRL_BASE..BG_BASE).contains(&id) {
+            return self.on_control(t, id - CTRL_BASE);
+        }
         if id >= BG_BASE {
             if !self.store.finished(self.done) {
                 let src = self.bg_src[(id - BG_BASE) as usize];

@@ -53,7 +53,9 @@
 //! unlimited and constrains nothing). With `nic_bandwidth > 0` every endpoint
 //! also has an injection and an ejection resource of capacity
 //! `nic_bandwidth`; a flow uses its source's injection and its destination's
-//! ejection resource with weight 1. A flow uses link `links[i]` with weight
+//! ejection resource with weight 1. With `ppn > 1` ranks per host
+//! (`routing::nodes`) the resources are the host's, shared by its ranks,
+//! and a message between two ranks of one host uses none. A flow uses link `links[i]` with weight
 //! `weights[i]` (a link listed twice, as multipath routes may, adds its
 //! weights).
 //!
@@ -141,6 +143,10 @@ pub struct FlowConfig {
     pub n_endpoints: usize,
     /// Finishes within this many ps of the earliest are processed together.
     pub tolerance: Ps,
+    /// Ranks per host (`routing::nodes`): endpoints `h·ppn .. (h+1)·ppn`
+    /// share host `h`'s NIC resources, and a message between two of them
+    /// uses none (shared memory). 0 or 1: every endpoint its own NIC.
+    pub ppn: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -386,6 +392,8 @@ pub struct FlowFabric {
     n_links: usize,
     /// NIC capacity, or infinity for none.
     nic: f64,
+    /// Ranks per host sharing one NIC (≥ 1).
+    ppn: u32,
     link_latency: Vec<Ps>,
     link_bytes: Vec<f64>,
     res: Resources,
@@ -439,6 +447,7 @@ impl FlowFabric {
             tolerance: cfg.tolerance,
             n_links,
             nic: capacity(cfg.nic_bandwidth),
+            ppn: cfg.ppn.max(1),
             link_latency,
             link_bytes: vec![0.0; n_links],
             res,
@@ -466,7 +475,7 @@ impl FlowFabric {
             verify: false,
         };
         if fab.nic.is_finite() && cfg.n_endpoints > 0 {
-            fab.ensure_endpoint(cfg.n_endpoints - 1);
+            fab.ensure_endpoint((cfg.n_endpoints - 1) / fab.ppn as usize);
         }
         fab
     }
@@ -1008,12 +1017,14 @@ impl Fabric for FlowFabric {
                 .push(Reverse((now.saturating_add(latency), msg.id)));
             return;
         }
-        if self.nic.is_finite() {
-            self.ensure_endpoint(msg.src.max(msg.dst) as usize);
+        // the NIC is the host's; two ranks of one host do not use it
+        let (hs, hd) = (msg.src / self.ppn, msg.dst / self.ppn);
+        let nic = self.nic.is_finite() && (self.ppn == 1 || hs != hd);
+        if nic {
+            self.ensure_endpoint(hs.max(hd) as usize);
         }
         let slot = self.alloc_slot();
         let n_links = self.n_links as u32;
-        let nic = self.nic.is_finite();
         let rs = &mut self.route_scratch;
         rs.clear();
         for (i, &l) in msg.links.iter().enumerate() {
@@ -1023,8 +1034,8 @@ impl Fabric for FlowFabric {
             }
         }
         if nic {
-            rs.push((n_links + 2 * msg.src, 1.0));
-            rs.push((n_links + 2 * msg.dst + 1, 1.0));
+            rs.push((n_links + 2 * hs, 1.0));
+            rs.push((n_links + 2 * hd + 1, 1.0));
         }
         // One entry per distinct resource.
         rs.sort_unstable_by_key(|&(r, _)| r);
@@ -1146,6 +1157,7 @@ mod tests {
                 nic_bandwidth: nic,
                 n_endpoints: n_ep,
                 tolerance: tol,
+                ppn: 1,
             },
         );
         f.verify = true;

@@ -12,6 +12,13 @@
 //! last byte arrives one serialisation time at the route's slowest link after
 //! the head reaches the destination, plus the extra latency `L`.
 //!
+//! On a network with nodes (`ppn` ranks per host, `routing::nodes`) the
+//! lanes are the host's NIC, shared by its ranks: `g` is then the NIC's gap
+//! between any two messages leaving it (its message rate `1/g`), `G` its
+//! time per byte; a message between two ranks of one host never reaches the
+//! NIC and pays neither them nor `L`, only its route through the node's
+//! memory (and the CPU overheads of the loop).
+//!
 //! Reservations make a message's arrival known when it is injected, so the
 //! model costs O(route length) per message: this is what lets it simulate
 //! millions of messages per second. The price: a later message never slows
@@ -36,6 +43,8 @@ pub struct Reservation {
     links: Links,
     nic: LogGopsNic,
     lane_free: Vec<Ps>,
+    /// Ranks per host (1: every endpoint its own NIC, no intra-node path).
+    ppn: u32,
     link_free: Vec<Ps>,
     link_bytes: Vec<f64>,
     /// ps per byte on each link.
@@ -44,13 +53,17 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    pub fn new(links: Links, n_endpoints: usize, nic: LogGopsNic) -> Self {
+    /// `ppn` ranks per host share one NIC (1: one NIC per endpoint).
+    pub fn new(links: Links, n_endpoints: usize, nic: LogGopsNic, ppn: u32) -> Self {
         let ports = nic.ports.max(1);
+        let ppn = ppn.max(1);
+        let nics = n_endpoints.div_ceil(ppn as usize);
         let per_byte = links.bandwidth.iter().map(|&b| PS_PER_S / b).collect();
         let n = links.len();
         Reservation {
             links,
-            lane_free: vec![0; n_endpoints * ports],
+            lane_free: vec![0; nics * ports],
+            ppn,
             nic: LogGopsNic { ports, ..nic },
             link_free: vec![0; n],
             link_bytes: vec![0.0; n],
@@ -63,11 +76,19 @@ impl Reservation {
 impl Fabric for Reservation {
     fn inject(&mut self, now: Ps, msg: &Message) {
         let k = self.nic.ports;
-        let lanes = &mut self.lane_free[msg.src as usize * k..(msg.src as usize + 1) * k];
-        let lane = (0..k).min_by_key(|&i| lanes[i]).unwrap_or(0);
-        let start = now.max(lanes[lane]);
-        let nic_time = ceil_ps(msg.bytes as f64 * self.nic.big_g).max(self.nic.g);
-        lanes[lane] = start + nic_time;
+        let (hs, hd) = (msg.src / self.ppn, msg.dst / self.ppn);
+        // within a host (several ranks per host): shared memory, no NIC
+        let by_nic = self.ppn == 1 || hs != hd;
+        let (start, nic_time, extra) = if by_nic {
+            let lanes = &mut self.lane_free[hs as usize * k..(hs as usize + 1) * k];
+            let lane = (0..k).min_by_key(|&i| lanes[i]).unwrap_or(0);
+            let start = now.max(lanes[lane]);
+            let nic_time = ceil_ps(msg.bytes as f64 * self.nic.big_g).max(self.nic.g);
+            lanes[lane] = start + nic_time;
+            (start, nic_time, self.nic.l)
+        } else {
+            (now, 0, 0)
+        };
         let mut head = start;
         let mut slowest = 0;
         for (&l, &w) in msg.links.iter().zip(msg.weights) {
@@ -81,7 +102,7 @@ impl Fabric for Reservation {
         }
         let tail = slowest;
         // The NIC never lets the last byte leave before `start + nic_time`.
-        let arrival = (head + tail).max(start + nic_time) + self.nic.l;
+        let arrival = (head + tail).max(start + nic_time) + extra;
         self.due.push(arrival, msg.id);
     }
 
@@ -114,7 +135,7 @@ mod tests {
             l: 0,
             ports: 1,
         };
-        Reservation::new(links, 2, nic)
+        Reservation::new(links, 2, nic, 1)
     }
 
     fn send(f: &mut Reservation, now: Ps, id: u32, bytes: u64, links: &[u32]) {
@@ -163,7 +184,7 @@ mod tests {
             l: 0,
             ports: 2,
         };
-        let mut f = Reservation::new(links, 2, nic);
+        let mut f = Reservation::new(links, 2, nic, 1);
         // disjoint links: both lanes busy at once, both arrive at 1 µs
         send(&mut f, 0, 0, 1000, &[]);
         send(&mut f, 0, 1, 1000, &[]);

@@ -286,6 +286,7 @@ pub(crate) mod tests {
                 l: 0,
                 ports: 1,
             },
+            1,
         )
     }
 
@@ -299,6 +300,8 @@ pub(crate) mod tests {
             eager_threshold: 1 << 16,
             small: Small::Eager,
             window: 0,
+            envelope: 0,
+            rendezvous: Default::default(),
         }
     }
 

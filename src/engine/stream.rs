@@ -805,6 +805,7 @@ mod tests {
                 l: 0,
                 ports: 1,
             },
+            1,
         )
     }
 
@@ -832,6 +833,8 @@ mod tests {
                 eager_threshold: 1 << 16,
                 small: Small::Eager,
                 window,
+                envelope: 0,
+                rendezvous: Default::default(),
             };
             let mut os = OsNoise::new(Detours::Quiet, 7);
             let (mut f, mut xbar) = (fabric(7), Crossbar(7));
@@ -888,6 +891,8 @@ mod tests {
             eager_threshold: 1 << 16,
             small: Small::Eager,
             window: 0,
+            envelope: 0,
+            rendezvous: Default::default(),
         };
         let mut os = OsNoise::new(Detours::Quiet, 3);
         let setup = Setup {

@@ -16,9 +16,13 @@
 //! ```
 //!
 //! (`ptr` the fabric's CSR row pointer, `L` its link count.) A route between
-//! two slots of one host is `up, hub→memory, memory→hub, down`; between hosts
-//! `up`, the fabric's route `h_s → h_d` renumbered, `down`. Every id is
-//! arithmetic: no table per pair.
+//! two slots of one host is `up, hub→memory, memory→hub, down` (a copy
+//! through shared memory at the rank's copy bandwidth); between hosts it is
+//! the fabric's route `h_s → h_d` renumbered, nothing else: the NIC reads
+//! and writes the ranks' buffers itself (RDMA), so a single rank's stream
+//! is limited by the host's NIC link, not by a core's copy bandwidth, and
+//! the host's ranks share that link. Every id is arithmetic: no table per
+//! pair.
 
 use super::{Router, UdCache};
 use crate::error::CoreError;
@@ -69,29 +73,26 @@ impl NodeRoutes {
             return Ok(());
         }
         let (hs, hd) = (s / self.ppn, d / self.ppn);
-        links.push(s);
-        weights.push(1.0);
         if hs == hd {
             let hosts = self.fabric.graph.n_endpoints as u32;
             let mem_back =
                 self.slots() + self.fabric.graph.n_links() as u32 + (1 + self.ppn) * hosts + hs;
-            links.extend([self.host_base(hs), mem_back]);
-            weights.extend([1.0, 1.0]);
-        } else {
-            let first = links.len();
-            self.fabric.route_one(hs, hd, links, weights, cache)?;
-            let (r, extra, hosts) = (
-                self.slots(),
-                1 + self.ppn,
-                self.fabric.graph.n_endpoints as u32,
-            );
-            let src = &self.fabric.graph.src;
-            for l in &mut links[first..] {
-                *l = r + *l + extra * src[*l as usize].min(hosts);
-            }
+            let down = self.host_base(hd) + 1 + d % self.ppn;
+            links.extend([s, self.host_base(hs), mem_back, down]);
+            weights.extend([1.0; 4]);
+            return Ok(());
         }
-        links.push(self.host_base(hd) + 1 + d % self.ppn);
-        weights.push(1.0);
+        let first = links.len();
+        self.fabric.route_one(hs, hd, links, weights, cache)?;
+        let (r, extra, hosts) = (
+            self.slots(),
+            1 + self.ppn,
+            self.fabric.graph.n_endpoints as u32,
+        );
+        let src = &self.fabric.graph.src;
+        for l in &mut links[first..] {
+            *l = r + *l + extra * src[*l as usize].min(hosts);
+        }
         Ok(())
     }
 }
@@ -129,8 +130,10 @@ mod tests {
         w.clear();
         n.route_into(2, 4, &mut links, &mut w, &mut c).unwrap();
         // e0 → s is fabric link 0 (source e0), s → e1 is fabric link 3 (the
-        // switch's second link): 6 and 6 + 3 + 4·1 = 17 after renumbering
-        assert_eq!(links, vec![2, 6, 17, 14]);
+        // switch's second link): 6 and 6 + 3 + 4·1 = 17 after renumbering;
+        // the ranks' copy links (2 up, 14 down) are not crossed: the NIC
+        // reads and writes the buffers
+        assert_eq!(links, vec![6, 17]);
         assert_eq!(w.len(), links.len());
         links.clear();
         n.route_into(5, 5, &mut links, &mut w, &mut c).unwrap();

@@ -66,8 +66,10 @@ writes a profile with costs per level (:func:`profile_from_osu`): α, β from
 ``osu_latency`` (:func:`fit_alpha_beta`, eager threshold by
 :func:`find_break`), streaming and both-ways bandwidth from ``osu_bw`` and
 ``osu_bibw``, message rate from ``osu_mbw_mr``. The inter-node level becomes
-the profile's network parameters (the engine has no nodes yet: the
-intra-node level is stored for the node model of issue 19 §1). γ is not
+the profile's network parameters (the NIC's and the wire's, charged to
+messages between hosts); on a ``SPEC+ppn=N`` network the intra-node level
+prices messages within a host (the node's latency and copy bandwidth,
+:meth:`~topocoll.sim.profile.MachineProfile.node_options`). γ is not
 identifiable from OSU output and is kept (``--local PROFILE`` or the
 simulator's default), said so in the summary; collective tables are kept in
 the profile's meta for comparing predictions (docs/calibration.md).
@@ -699,9 +701,9 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
         else "no break visible"
     lines.append(f"eager      {eager}")
     lines.append(f"γ          {gamma_line}")
-    if "intra" in levels:
-        lines.append("intra-node level stored in the profile; no model reads it yet (ranks on one host are "
-                     "modelled by the spec's +ppn= options: lat=, bw=, mem=)")
+    if "intra" in levels and levels["intra"].beta:
+        lines.append("intra-node level: on SPEC+ppn=N networks the node's shared-memory latency and copy "
+                     "bandwidth (where the spec leaves them out)")
     for c in collectives:
         lines.append(f"kept       {c['benchmark']} on {c['p']} ranks" + (f", {c['ppn']} per node" if c["ppn"] else "")
                      + f" ({len(c['points'])} sizes) in the profile's meta, to compare predictions with")

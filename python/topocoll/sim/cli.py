@@ -15,15 +15,15 @@ from ..outputs import check_output, check_outputs, input_files, write_text
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
 from ..text import table as _table
-from .engine import (EVENT_MODELS, MAX_EAGER, MAX_PORTS, MAX_WINDOW, SMALL_SENDS, SYNCS, EngineConfig, EngineOptions,
-                     NetworkNoise, OsNoise, simulate)
+from .engine import (EVENT_MODELS, MAX_EAGER, MAX_ENVELOPE, MAX_PORTS, MAX_WINDOW, RENDEZVOUS, SMALL_SENDS, SYNCS,
+                     EngineConfig, EngineOptions, NetworkNoise, OsNoise, simulate)
 from .packet import PacketOptions
 from .noise import MAX_RUNS, noise_runs
 from .sweep import SimTask, build, platform_for, run_sweep
 
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
-           "profile_of", "check_model_options"]
+           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes"]
 
 #: the models that have NIC ports (``--ports``: LogGOPS's k ports; the packet
 #: model's injection FIFOs per endpoint)
@@ -102,18 +102,66 @@ def profile_of(args):
     return args._loaded_profile[1]
 
 
+#: protocol flags a preset sets: argparse dest, EngineOptions field (None on the command line: not given)
+_PRESET_FLAGS = (("small_sends", "small_sends"), ("sharing", "sharing"), ("eager", "eager"),
+                 ("envelope", "envelope_bytes"), ("rendezvous", "rendezvous"))
+
+
 def engine_options(args) -> EngineOptions:
     """The engine options of the command line: an explicit flag, else the
-    ``--profile``'s value (:meth:`MachineProfile.engine_options`), else the
-    built-in default."""
+    ``--preset``'s value (:mod:`.presets`), else the ``--profile``'s value
+    (:meth:`MachineProfile.engine_options`), else the built-in default."""
+    from .presets import apply_preset
     explicit = {field: getattr(args, dest) for dest, field, _ in _ENGINE_FLAGS if getattr(args, dest, None) is not None}
-    common = dict(sync=args.sync, small_sends=getattr(args, "small_sends", "eager"), ports=args.ports or 1, sharing=args.sharing,
-                  nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window, packet=packet_options(args))
+    common = dict(sync=args.sync, ports=args.ports or 1, nic_bandwidth=args.nic_bandwidth or 0.0, window=args.window,
+                  packet=packet_options(args))
+    given = {field: getattr(args, dest) for dest, field in _PRESET_FLAGS if getattr(args, dest, None) is not None}
+    common.update({k: v for k, v in given.items() if k != "eager"})
     profile = profile_of(args)
+    keep = tuple(given)
     if profile is not None:
-        return profile.engine_options(**common, **explicit)
-    defaults = {field: default for _, field, default in _ENGINE_FLAGS}
-    return EngineOptions(**common, **{**defaults, **explicit})
+        options = profile.engine_options(shared_nic=_shared_nic(args), **common, **explicit)
+        if profile.eager is not None:   # the threshold measured on the machine wins over the preset's
+            keep += ("eager",)
+    else:
+        defaults = {field: default for _, field, default in _ENGINE_FLAGS}
+        options = EngineOptions(**common, **{**defaults, **explicit})
+    return apply_preset(options, getattr(args, "preset", None), keep=keep)
+
+
+def _shared_nic(args) -> bool:
+    """Whether ``--topology`` puts several ranks on a host (their NIC shared)."""
+    topology = getattr(args, "topology", None) or ""
+    if "+ppn=" not in topology:
+        return False
+    ppn = topology.rpartition("+ppn=")[2].partition(",")[0].partition("@")[0]
+    return ppn.strip() != "1"
+
+
+def apply_profile_to_nodes(args) -> None:
+    """With ``--profile`` and a ``SPEC+ppn=N`` topology: the node options
+    the spec leaves out that the profile's intra-node level gives (``lat``,
+    ``bw``: :meth:`MachineProfile.node_options`) are added to
+    ``args.topology``, so intra-node messages cost what OSU measured within
+    a node (a spec's own values win)."""
+    topology = getattr(args, "topology", None)
+    if not topology or "+ppn=" not in topology or getattr(args, "profile", None) is None:
+        return
+    options = profile_of(args).node_options()
+    fabric, _, rest = topology.rpartition("+ppn=")
+    node_part, at, fabric_opts = rest.partition("@")
+    given = {item.partition("=")[0].strip() for item in node_part.split(",")[1:]}
+    text = {"lat": lambda v: f"{v * 1e6:.6g}us", "bw": lambda v: f"{v / 1e9:.6g}GB/s"}
+    added = "".join(f",{key}={text[key](value)}" for key, value in options.items() if key not in given)
+    if added:
+        args.topology = f"{fabric}+ppn={node_part}{added}{at}{fabric_opts}"
+
+
+def model_line(args, model: str, options: EngineOptions) -> str:
+    """The model and preset a prediction was made with (the first lines of
+    ``simulate`` and ``compare``)."""
+    from .presets import describe_preset
+    return f"{model} model, {describe_preset(getattr(args, 'preset', None), options)}"
 
 
 def packet_options(args) -> PacketOptions:
@@ -177,17 +225,32 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `topocoll calibrate`: its α, bandwidth, reduction bandwidth and "
                         "LogGP o_r, g, G, L, eager threshold become the defaults; flags given explicitly win")
+    from .presets import PRESETS
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                   help="validated protocol defaults (topocoll.sim.presets; flags given explicitly win): smpi "
+                        "(SimGrid's SMPI: cm02 sharing, detached sends below 65536 B, a 16-B envelope per message; "
+                        "flow within 1 %% of SMPI on 26 of 26 cases of benchmarks/bench_smpi.py, largest error "
+                        "0.02 %%) or mpi (MPI libraries over InfiniBand: eager up to 12 KiB, an RTS/CTS handshake "
+                        "above; not yet validated). Default: none, the engine's defaults (eager sends up to 65535 B, "
+                        "maxmin sharing, no envelope: flow within 1 %% of SMPI on 18 of 26; kept so that runs "
+                        "without the option stay as they were). docs/validation.md")
     p.add_argument("--eager", type=bounded_int(0, MAX_EAGER, what="bytes"), default=None,
-                   help="largest eager message in bytes (default 65536, or the profile's)")
-    p.add_argument("--small-sends", choices=SMALL_SENDS, default="eager",
+                   help="largest eager message in bytes (default 65535: SMPI's sends below 65536 B are detached; "
+                        "or the preset's, or the profile's)")
+    p.add_argument("--small-sends", choices=SMALL_SENDS, default=None,
                    help="sends up to --eager bytes: eager (data leaves when the send is posted, default) or "
                         "detached (the send completes at once, the data leaves once the receive is posted "
                         "too: SimGrid's detached sends, SMPI's default)")
+    p.add_argument("--envelope", type=bounded_int(0, MAX_ENVELOPE, what="bytes"), default=None,
+                   help="bytes each message puts on the wire beyond its payload (default 0; SMPI's is 16)")
+    p.add_argument("--rendezvous", choices=RENDEZVOUS, default=None,
+                   help="messages above --eager: direct (the data leaves once both sides are posted, default) "
+                        "or handshake (a control round trip first, RTS/CTS as MPICH and Open MPI do)")
     p.add_argument("--ports", type=bounded_int(1, MAX_PORTS, what="NIC ports per endpoint"), default=None,
                    help=f"NIC ports per endpoint, 1..{MAX_PORTS}: loggops's k ports (default 1); the packet "
                         "model's injection FIFOs, each feeding one packet at a time into any link (default: "
                         "one per output link)")
-    p.add_argument("--sharing", choices=("maxmin", "cm02"), default="maxmin",
+    p.add_argument("--sharing", choices=("maxmin", "cm02"), default=None,
                    help="bandwidth sharing of the flow model: maxmin (default) or cm02 (SimGrid's)")
     p.add_argument("--nic-bandwidth", type=_nic_bandwidth, default=None,
                    help="injection/ejection limit per endpoint in B/s (> 0), flow model (default: no limit; "
@@ -335,8 +398,8 @@ def _goal_run(args) -> int:
         print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
                           "outputs": outputs}, indent=1))
         return 0
-    print(f"{prog.label()} on {platform.describe()}\n{args.model} model, sync={args.sync}: "
-          f"time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
+    print(f"{prog.label()} on {platform.describe()}\n{model_line(args, args.model, config.options)}, "
+          f"sync={args.sync}: time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
     for what, path in outputs.items():
         print(f"{what}: {path}")
     return 0
@@ -437,8 +500,8 @@ def cmd_simulate(args) -> int:
         head = ("schedule", "P", "size", "time", "bandwidth", "hottest link")
         table = [head] + [(r.label, str(r.task.p), str(r.task.size), f"{r.time * 1e6:.2f} µs",
                            f"{r.bandwidth / 1e9:.3g} GB/s", r.hot_link or "-") for r in rows]
-        print(f"{args.model} model, sync={args.sync}" + (f", noise ratio {args.noise} seed {args.seed}"
-                                                           if args.noise is not None else ""))
+        print(f"{model_line(args, args.model, tasks[0].options)}, sync={args.sync}"
+              + (f", noise ratio {args.noise} seed {args.seed}" if args.noise is not None else ""))
         print(_table(table))
         return 0
     task = tasks[0]
@@ -452,7 +515,8 @@ def cmd_simulate(args) -> int:
             return 0
         q1, q3 = runs.quartiles
         lo, hi = runs.notch
-        print(f"{sched.label()} on {platform.describe()}\n{task.model} model, noise ratio {task.noise.ratio}, "
+        print(f"{sched.label()} on {platform.describe()}\n{model_line(args, task.model, task.options)}, "
+              f"noise ratio {task.noise.ratio}, "
               f"{args.runs} runs, seeds {runs.seeds[0]}..{runs.seeds[-1]}")
         print(f"clean time {runs.clean * 1e6:.3f} µs; slowdown mean {runs.mean:.4f}, median {runs.median:.4f}, "
               f"quartiles [{q1:.4f}, {q3:.4f}], 95% notch [{lo:.4f}, {hi:.4f}], "
@@ -466,7 +530,8 @@ def cmd_simulate(args) -> int:
         clean = simulate(sched, platform, task.config(noise=False))
     outputs = _write_pictures(args, sim, sched)
     if args.json:
-        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(), "outputs": outputs,
+        out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(),
+               "preset": getattr(args, "preset", None), "outputs": outputs,
                **({"profile": args.profile, "executor_call_s": profile_of(args).call_overhead()}
                   if args.profile else {})}
         if clean is not None:
@@ -476,9 +541,7 @@ def cmd_simulate(args) -> int:
         print(json.dumps(out, indent=1))
         return 0
     print(f"{sched.label()} on {platform.describe()}")
-    print(f"{task.model} model, sync={task.options.sync}" +
-          (f", {task.options.small_sends} sends up to {task.options.eager} B"
-           if task.options.small_sends != "eager" else "") +
+    print(f"{model_line(args, task.model, task.options)}, sync={task.options.sync}" +
           (f", profile {args.profile}" if args.profile else "") +
           (f", network noise ratio {task.noise.ratio} (seed {task.noise.seed})" if task.noise else "") +
           (f", OS noise {args.os_noise} (seed {args.seed})" if task.os_noise else ""))

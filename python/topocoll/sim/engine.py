@@ -40,7 +40,7 @@ from .packet import PacketOptions
 from .wiring import AdaptiveTorus, DimensionOrder, HopClasses, PacketWiring, Ugal
 
 __all__ = ["EngineConfig", "EngineOptions", "NetworkNoise", "OsNoise", "Simulation", "compile_program", "simulate", "MAX_OS_NOISE_S",
-           "MAX_PORTS", "EVENT_MODELS", "SYNCS"]
+           "MAX_PORTS", "EVENT_MODELS", "SYNCS", "RENDEZVOUS", "MAX_ENVELOPE"]
 
 EVENT_MODELS = ("loggops", "flow", "congestion", "packet")
 SYNCS = ("deps", "rounds", "barrier")
@@ -50,6 +50,10 @@ MAX_WINDOW = 1 << 30
 MAX_EAGER = 1 << 62
 #: what a send of at most the eager threshold does (:class:`EngineOptions`)
 SMALL_SENDS = ("eager", "detached")
+#: how a message above the eager threshold starts (:class:`EngineOptions`)
+RENDEZVOUS = ("direct", "handshake")
+#: most envelope bytes per message (a header; a few tens of bytes in MPI libraries)
+MAX_ENVELOPE = 1 << 20
 #: how the event loop reads the op program: ``auto`` streams it round by round above
 #: :data:`STREAM_ABOVE` ops where the configuration allows (and runs the whole program where the
 #: streamed loop cannot guarantee its result); ``always`` streams or refuses; ``never`` holds it whole
@@ -118,13 +122,29 @@ class EngineOptions:
         Extra latency per message on top of the links' latencies, s.
     eager : int
         ``S``: largest eager message, bytes (larger ones use rendezvous). The
-        default, 65,536 B, is SMPI's ``smpi/send-is-detached-thresh``.
+        default, 65,535 B, is SMPI's rule: its sends of fewer than
+        ``smpi/send-is-detached-thresh`` = 65,536 bytes are detached
+        (SimGrid 3.32, ``src/smpi/mpi/smpi_request.cpp`` line 542,
+        ``size_ < smpi_cfg_detached_send_thresh()``; the default 65536 in
+        ``src/smpi/internals/smpi_config.cpp`` line 95–97).
     small_sends : str
         What a send of at most ``eager`` bytes does: ``eager`` (its data
         enters the network when it is posted; MPI's eager protocol) or
         ``detached`` (it completes when posted, but its data moves only once
         the receive is posted too: SimGrid's detached communications, which
         SMPI uses below ``smpi/send-is-detached-thresh``).
+    envelope_bytes : int
+        Bytes every message puts on the wire beyond its payload, 0 ..
+        :data:`MAX_ENVELOPE` (SMPI's MPI envelope is 16 B: SimGrid 3.32,
+        ``smpi_request.cpp`` line 617, ``payload_size_ = size_ + 16``); the
+        handshake's control messages carry this much. Application bytes and
+        the achieved bandwidth count the payload only.
+    rendezvous : str
+        How a message above ``eager`` starts: ``direct`` (its data leaves
+        once its send and its receive are posted: SMPI's) or ``handshake``
+        (a control message to the receiver when the send is posted, one back
+        once the receive is posted, then the data: the RTS/CTS rendezvous of
+        MPICH and Open MPI; not with the ``congestion`` model).
     ports : int
         NIC ports per endpoint, ``1 .. MAX_PORTS`` (k-port model; ``loggops`` only).
     nic_bandwidth : float
@@ -147,8 +167,10 @@ class EngineOptions:
     g: float = 0.0
     G: float = 0.0
     L: float = 0.0
-    eager: int = 65536
+    eager: int = 65535
     small_sends: str = "eager"
+    envelope_bytes: int = 0
+    rendezvous: str = "direct"
     ports: int = 1
     nic_bandwidth: float = 0.0
     sharing: str = "maxmin"
@@ -161,6 +183,12 @@ class EngineOptions:
             raise SpecError(f"sync={self.sync!r}, expected one of {', '.join(SYNCS)}")
         if self.small_sends not in SMALL_SENDS:
             raise SpecError(f"small_sends={self.small_sends!r}, expected one of {', '.join(SMALL_SENDS)}")
+        if self.rendezvous not in RENDEZVOUS:
+            raise SpecError(f"rendezvous={self.rendezvous!r}, expected one of {', '.join(RENDEZVOUS)}")
+        if isinstance(self.envelope_bytes, bool) or not isinstance(self.envelope_bytes, (int, np.integer)) \
+                or not 0 <= self.envelope_bytes <= MAX_ENVELOPE:
+            raise SpecError(f"EngineOptions: envelope_bytes={self.envelope_bytes!r}, expected 0..{MAX_ENVELOPE} "
+                            "bytes (MAX_ENVELOPE)")
         if self.sharing not in ("maxmin", "cm02"):
             raise SpecError(f"sharing={self.sharing!r}, expected maxmin or cm02")
         for name in ("o_recv", "o_per_byte", "g", "G", "L", "nic_bandwidth", "copy_bandwidth"):
@@ -422,10 +450,16 @@ class Simulation:
     @property
     def injection_bound(self) -> float:
         """Every rank's link into the network at full speed, B/s (links are
-        sorted by source node, so an endpoint's first link is its own)."""
+        sorted by source node, so an endpoint's first link is its own); with
+        several ranks per host, the ranks' shared-memory links plus the
+        hosts' NIC links (a message leaves through one or the other)."""
         topo = self.network.topology
         bw = topo.bandwidth if self.link_bandwidth is None else self.link_bandwidth
-        return float(np.asarray(bw)[topo.indptr[self.network.order]].sum())
+        own = float(np.asarray(bw)[topo.indptr[self.network.order]].sum())
+        if topo.family == "nodes":   # and the hosts' NIC links (a host hub's first link is its first fabric link)
+            hosts = np.unique(np.asarray(self.network.order) // topo.params["nodes"].ppn)
+            own += float(np.asarray(bw)[topo.indptr[topo.n_endpoints + hosts]].sum())
+        return own
 
     @property
     def bandwidth(self) -> float:
@@ -920,7 +954,7 @@ def expected_cpu_seconds(source, config: "EngineConfig") -> float:
 def _lockstep(schedule, model, options, kw, trace, os_noise):
     """Round shapes for the lockstep path, or None (see :mod:`.lockstep`)."""
     if model != "congestion" or options.sync == "deps" or options.small_sends != "eager" or trace \
-            or os_noise is not None:
+            or os_noise is not None or options.envelope_bytes:
         return None
     from .lockstep import lockstep_shapes
     return lockstep_shapes(schedule, o_send=kw["o_send"], o_per_byte=kw["o_per_byte"], gamma=kw["gamma"],

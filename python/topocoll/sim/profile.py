@@ -26,11 +26,16 @@ default: it is what runs schedules here.
 A profile may also carry costs per **level** (``levels``: ``intra`` for two
 ranks on one node, ``inter`` for two nodes), as ``topocoll calibrate
 --from-osu`` writes them from a cluster's OSU Micro-Benchmarks results
-(:class:`LevelCosts`). The engine has no notion of nodes yet (issue 19 §1):
-the profile's top-level α, β, G, g and L — what every model reads today —
-are the ``inter`` level's, so a cluster profile prices every message as one
-between two nodes; the ``intra`` level is stored for the node model to use
-once it lands, and read by nothing before then.
+(:class:`LevelCosts`). The profile's top-level α, β, G, g and L are the
+``inter`` level's: the NIC's and the wire's, which the event models charge
+to messages between hosts only. On a network with several ranks per host
+(``SPEC+ppn=N``, :mod:`topocoll.topology.nodes`) a message between two
+ranks of one host never reaches the NIC: it pays the CPU overheads
+``o_send``/``o_recv`` and the node's shared-memory path, whose latency and
+copy bandwidth come from the ``intra`` level when the spec does not give
+them (:meth:`MachineProfile.node_options`), and the NIC's gap ``g`` is then
+the whole NIC's, ``1 / message_rate`` (:meth:`MachineProfile.loggops` with
+``shared_nic=True``).
 
 Format versions: ``topocoll-machine-profile/1`` (no levels) is still read;
 profiles are written as ``topocoll-machine-profile/2``.
@@ -249,7 +254,29 @@ class MachineProfile:
         # a profile without the executor's own ping-pong describes MPI alone
         return layer if self.executor_beta > 0 else "mpi"
 
-    def loggops(self, layer: str = "executor") -> dict:
+    def node_options(self) -> dict:
+        """The node-spec options (:mod:`topocoll.topology.nodes`) the
+        ``intra`` level gives: ``lat`` = its α (the one-way shared-memory
+        latency: OSU's ping-pong between two ranks of a node, whose CPU
+        overheads the profile leaves at 0) and ``bw`` = 1/β (one rank's copy
+        bandwidth); empty without an intra-node ``osu_latency``."""
+        intra = self.levels.get("intra")
+        if intra is None or not intra.beta > 0:
+            return {}
+        return {"lat": intra.alpha, "bw": 1.0 / intra.beta}
+
+    def nic_gap(self, shared_nic: bool) -> float:
+        """LogGP ``g`` as the engine uses it: one endpoint's NIC lane gap
+        (``g``: pairs / message rate, one pair's) or, with ``shared_nic``
+        (several ranks per host share its NIC), the NIC's own gap between any
+        two of its messages, 1 / message rate of the network level's
+        ``osu_mbw_mr`` (``g`` when it has none)."""
+        level = self.levels.get(self.meta.get("network_level", "inter")) if self.levels else None
+        if shared_nic and level is not None and level.message_rate > 0:
+            return 1.0 / level.message_rate
+        return self.g
+
+    def loggops(self, layer: str = "executor", shared_nic: bool = False) -> dict:
         """The LogGOPS parameters the event engine gets: ``o_send``,
         ``o_recv``, ``g``, ``L`` (s) and ``G`` (s/B).
 
@@ -273,7 +300,8 @@ class MachineProfile:
         if self._layer(layer) == "executor":
             extra = max(0.0, self.executor_alpha - (o_send + max(self.g, self.L) + o_recv))
             o_send, o_recv, per_byte = o_send + extra / 2, o_recv + extra / 2, self.executor_beta
-        return dict(o_send=o_send, o_recv=o_recv, g=self.g, L=max(0.0, self.L - self.g), G=per_byte)
+        g = self.nic_gap(shared_nic)
+        return dict(o_send=o_send, o_recv=o_recv, g=g, L=max(0.0, self.L - g), G=per_byte)
 
     def call_overhead(self, layer: str = "executor") -> float:
         """Seconds a collective call costs beyond its messages and operations
@@ -300,10 +328,10 @@ class MachineProfile:
             alpha, beta = self.executor_alpha, self.executor_beta
         return Platform(alpha=alpha, bandwidth=1.0 / beta, reduce_bandwidth=self.reduce_bandwidth, network=network)
 
-    def engine_options(self, layer: str = "executor", **overrides) -> EngineOptions:
+    def engine_options(self, layer: str = "executor", shared_nic: bool = False, **overrides) -> EngineOptions:
         """The LogGOPS :class:`EngineOptions` of this machine (:meth:`loggops`);
         ``overrides`` (e.g. ``sync="rounds"``) replace single fields."""
-        costs = self.loggops(layer)
+        costs = self.loggops(layer, shared_nic)
         values = dict(o_recv=costs["o_recv"], g=costs["g"], G=costs["G"], L=costs["L"],
                       copy_bandwidth=self.copy_bandwidth)
         if self.eager is not None:

@@ -10,7 +10,8 @@ comma-separated::
 ========  ==================================================  ===========
 ``ppn``   rank slots per host (1..1024)                        required
 ``dist``  ``block`` (ranks 0..ppn−1 on the first host) or      ``block``
-          ``cyclic`` (rank r on host r mod H) — Slurm's
+          ``cyclic`` (rank r on host r mod H, H = all
+          hosts, or P when P is smaller) — Slurm's
           ``--distribution``
 ``lat``   one-way shared-memory latency between two ranks      0.3 µs
 ``bw``    one rank's copy bandwidth (into or out of the node)  10 GB/s
@@ -29,13 +30,22 @@ in the Rust core numbers them): each rank slot has a link to the host's
 hub and one back (latency ``lat/2`` each, bandwidth ``bw``); the hub is the
 fabric endpoint, so the host's links into the fabric are its NIC, shared by
 its ranks (``host.bw=`` of the fabric spec sets the NIC's injection
-bandwidth); intra-node messages also cross one memory link per host (hub →
-memory → hub, bandwidth ``mem``, shared). A message between hosts crosses
-both ranks' links too (the NIC reads and writes the ranks' buffers).
+bandwidth). A message between two ranks of one host goes up, through one
+memory link per host (hub → memory → hub, bandwidth ``mem``, shared by the
+host's intra-node messages) and down: ``lat + m / min(bw, mem share)``. A
+message between hosts takes the fabric's route alone: the NIC reads and
+writes the ranks' buffers itself (RDMA), so ``bw`` (a core's copy
+bandwidth) does not cap it: a single rank's stream is limited by the host's
+NIC link, and the host's ranks together share that link (their aggregate
+injection).
 
-What it does not model (said where results are printed): the NIC's
-message rate (a LogGP gap per NIC rather than per rank), several NICs per
-host (multi-rail hosts keep one rank per adapter, ``--rail``), and sockets.
+The NIC's per-message costs are the host's too: ``loggops``'s lanes (its
+gap ``g``: the NIC's message rate ``1/g``, and ``G``) and ``L``, and the
+flow model's ``nic_bandwidth``, belong to the host, shared by its ranks,
+and a message within a host pays none of them (``src/engine/loggops.rs``,
+``src/engine/flow.rs``). What it does not model: several NICs per host
+(multi-rail hosts keep one rank per adapter, ``--rail``), sockets, and a
+message rate in the flow and packet models (they have no per-message gap).
 ``ppn=1`` is the fabric itself, unchanged: with one rank per host, the
 node's links are left out (every model's results stay as they were).
 """
@@ -162,10 +172,24 @@ def fabric_link_ids(topology: Topology) -> np.ndarray:
     return _fabric_ids(topology.params["fabric"], topology.params["nodes"].ppn)
 
 
+def hosts_used(nodes: NodeSpec, n_ranks: int, n_hosts: int) -> int:
+    """Hosts ``n_ranks`` ranks occupy out of ``n_hosts``: ``block`` fills
+    ⌈P / ppn⌉ of them; ``cyclic`` deals over all hosts of the allocation
+    (one rank each while there are fewer ranks than hosts), as Slurm's
+    ``--distribution=cyclic`` does: "consecutive tasks are distributed over
+    consecutive nodes (in a round-robin fashion)" — on three nodes with two
+    CPUs each, four tasks go one and four to the first node, two to the
+    second, three to the third (srun(1), ``--distribution``)."""
+    if nodes.distribution == "block":
+        return -(-n_ranks // nodes.ppn)
+    return min(n_hosts, n_ranks)
+
+
 def place_on_nodes(host_order: np.ndarray, nodes: NodeSpec, n_ranks: int) -> np.ndarray:
     """Slots of ``n_ranks`` ranks on the hosts ``host_order`` (one entry per
-    host used, in order): ``block`` fills a host before the next, ``cyclic``
-    deals ranks round the hosts (Slurm's ``--distribution``)."""
+    host used, in order, :func:`hosts_used` of them): ``block`` fills a host
+    before the next, ``cyclic`` deals rank ``r`` to host ``r mod H`` (Slurm's
+    ``--distribution``)."""
     hosts = np.asarray(host_order, dtype=np.int64)
     r = np.arange(n_ranks)
     if nodes.distribution == "block":

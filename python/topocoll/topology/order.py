@@ -261,7 +261,9 @@ def node_order(topology: Topology, name: str = "identity", *, seed: int = 0, n_r
                             f"({topology.params['fabric'].n_endpoints} hosts x ppn={nodes.ppn})")
         if name.startswith("hostfile:"):   # the file's slots cap each host (mpiexec's --map-by slot / node)
             return _hostfile_slots(topology, name.partition(":")[2], int(total), rail)
-        hosts = node_order(topology.params["fabric"], name, seed=seed, n_ranks=-(-int(total) // nodes.ppn),
+        from .nodes import hosts_used
+        fabric = topology.params["fabric"]
+        hosts = node_order(fabric, name, seed=seed, n_ranks=hosts_used(nodes, int(total), fabric.n_endpoints),
                            rail=rail)
         return place_on_nodes(hosts, nodes, int(total))
     kind, _, arg = name.partition(":")

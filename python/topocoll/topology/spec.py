@@ -17,7 +17,9 @@
                                           Dijkstra zones)
 ``rtr:PATH``                              a Cray ``rtr --interconnect`` link list
 ``SPEC+ppn=N[,dist=,lat=,bw=,mem=]``       several ranks per host of SPEC
-                                          (:mod:`topocoll.topology.nodes`)
+                                          (:mod:`topocoll.topology.nodes`); SPEC's
+                                          ``@`` options go before ``+ppn=`` or
+                                          after the node options
 ========================================  ===========================================
 
 Options follow ``@``, comma-separated: ``bw=`` (e.g. ``2GB/s``, ``2GiB/s``,
@@ -91,6 +93,12 @@ def parse_topology(spec: str, *, strict: bool = False) -> Topology:
     if "+ppn=" in spec:   # several ranks per host: topocoll.topology.nodes
         from .nodes import parse_node_spec, with_nodes
         fabric_spec, _, node_opts = spec.rpartition("+ppn=")
+        if "@" in node_opts:   # the fabric's @options after the node part: either order is accepted
+            node_opts, _, fabric_opts = node_opts.partition("@")
+            if "@" in fabric_spec:
+                raise SpecError(f"{spec}: @options both before and after +ppn=, expected the fabric's options "
+                                "once (e.g. crossbar:4@bw=2GB/s+ppn=2 or crossbar:4+ppn=2@bw=2GB/s)")
+            fabric_spec = f"{fabric_spec}@{fabric_opts}"
         nodes = parse_node_spec("ppn=" + node_opts, spec)
         return with_nodes(parse_topology(fabric_spec, strict=strict), nodes, spec)
     body, _, opts = spec.partition("@")

@@ -115,10 +115,10 @@ def _ranking_rows(rows) -> list[dict]:
     return out
 
 
-def ranking_json(collective: str, p: int, rows, model, platform) -> str:
+def ranking_json(collective: str, p: int, rows, model, platform, preset: str | None = None) -> str:
     """``topocoll compare --json``: the ranking as one JSON object."""
-    return json.dumps({"collective": collective, "p": p, "model": model.name, "platform": platform.describe(),
-                       "rows": _ranking_rows(rows)}, indent=1) + "\n"
+    return json.dumps({"collective": collective, "p": p, "model": model.name, "preset": preset,
+                       "platform": platform.describe(), "rows": _ranking_rows(rows)}, indent=1) + "\n"
 
 
 def ranking_csv(rows) -> str:
@@ -223,6 +223,14 @@ def cmd_tune(args) -> int:
         if args.model == "alpha-beta-gamma" and args.topology is not None:
             raise SpecError(f"--model alpha-beta-gamma with --topology {args.topology}, expected no network")
         model = model_named(args.model)
+    if args.preset is not None:
+        from ..sim.engine import EVENT_MODELS, EngineOptions
+        from ..sim.presets import apply_preset
+        if args.model not in EVENT_MODELS:
+            raise SpecError(f"--preset {args.preset} with the {args.model or 'default'} model, expected an "
+                            f"event-driven model (--model {' / '.join(EVENT_MODELS)}): the preset sets their protocol")
+        model = model_named(args.model, options=apply_preset(EngineOptions(), args.preset))
+        model.name = f"{args.model} (preset {args.preset})"   # the tables' header names the preset
     orders = [o.strip() for o in args.orders.split(",")] if args.orders else None
     if orders is not None and any(not o for o in orders):
         raise SpecError(f"--orders {args.orders!r}, expected names separated by single commas")
@@ -320,6 +328,10 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of a random node order (default 0; printed)")
     p.add_argument("--model", choices=tuple(MODELS), help="alpha-beta-gamma (default without --topology), static "
                                                           "(default with it), or an event-driven model")
+    from ..sim.presets import PRESETS
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                   help="validated protocol defaults of the event-driven models (topocoll.sim.presets): smpi or mpi; "
+                        "default none (the engine's defaults)")
     p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6, help="s per message (default 1e-6)")
     p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=2e9,
                    help="link bandwidth of the α-β-γ model in B/s (default 2e9)")

@@ -13,8 +13,8 @@ def test_ppn_from_the_network_and_nodes_when_ranks_are_dealt_cyclically():
     block = Platform(network=make_network("crossbar:4+ppn=4", 8))
     assert compare_params(info, 8, block) == {**info.compare, "ppn": 4}
     cyclic = Platform(network=make_network("crossbar:4+ppn=4,dist=cyclic", 8))
-    # 8 ranks on the 2 hosts they need, dealt round them: rank r on host r mod 2
-    assert compare_params(info, 8, cyclic) == {**info.compare, "ppn": 4, "nodes": (0, 1, 0, 1, 0, 1, 0, 1)}
+    # 8 ranks dealt round all 4 hosts (Slurm's cyclic): rank r on host r mod 4
+    assert compare_params(info, 8, cyclic) == {**info.compare, "ppn": 4, "nodes": (0, 1, 2, 3, 0, 1, 2, 3)}
 
 
 def test_the_composition_is_ranked_on_a_network_with_nodes_and_left_out_without():
