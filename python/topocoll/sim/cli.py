@@ -84,6 +84,11 @@ _PACKET_FLAGS = (
      "NIC injection FIFO depth in packets, 0 = no limit"),
     ("--eject-handling", "eject_handling", finite_float(unit="s"),
      "receiving NIC's time per packet, s (0 = consumed at link rate)"),
+    ("--nic", "nic", str, "endpoint's send side: simple (messages in posting order, one after another) or ib "
+                          "(an InfiniBand HCA interleaving the packets of its queue pairs; bgl: another branch)"),
+    ("--ib-qps", "ib_qps", _packet_int("ib_qps"), "--nic ib: queue pairs the HCA serves at once"),
+    ("--ib-arbiter", "ib_arbiter", str, "--nic ib: the HCA's pick of the next packet's QP, random or round-robin"),
+    ("--ib-seed", "ib_seed", seed, "--nic ib: seed of the HCA arbiters (printed with the result)"),
 )
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
@@ -337,7 +342,9 @@ def _goal_run(args) -> int:
         print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
                           "outputs": outputs}, indent=1))
         return 0
-    print(f"{prog.label()} on {platform.describe()}\n{args.model} model, sync={args.sync}: "
+    nic = config.options.packet
+    print(f"{prog.label()} on {platform.describe()}\n{args.model} model, sync={args.sync}"
+          f"{', ' + nic.describe_nic() if args.model == 'packet' and nic.nic != 'simple' else ''}: "
           f"time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
     for what, path in outputs.items():
         print(f"{what}: {path}")
@@ -427,8 +434,10 @@ def cmd_simulate(args) -> int:
         head = ("schedule", "P", "size", "time", "bandwidth", "hottest link")
         table = [head] + [(r.label, str(r.task.p), str(r.task.size), f"{r.time * 1e6:.2f} µs",
                            f"{r.bandwidth / 1e9:.3g} GB/s", r.hot_link or "-") for r in rows]
+        packet = tasks[0].options.packet
         print(f"{args.model} model, sync={args.sync}" + (f", noise ratio {args.noise} seed {args.seed}"
-                                                           if args.noise is not None else ""))
+                                                           if args.noise is not None else "")
+              + (f", {packet.describe_nic()}" if args.model == "packet" and packet.nic != "simple" else ""))
         print(_table(table))
         return 0
     task = tasks[0]
@@ -467,6 +476,8 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{sched.label()} on {platform.describe()}")
     print(f"{task.model} model, sync={task.options.sync}" +
+          (f", {task.options.packet.describe_nic()}" if task.model == "packet" and task.options.packet.nic != "simple"
+           else "") +
           (f", {task.options.small_sends} sends up to {task.options.eager} B"
            if task.options.small_sends != "eager" else "") +
           (f", profile {args.profile}" if args.profile else "") +

@@ -205,6 +205,7 @@ mod calendar;
 mod construct;
 mod deadlock;
 mod eject;
+mod nic;
 mod ports;
 mod routing;
 #[cfg(test)]
@@ -219,6 +220,8 @@ use super::ugal::UgalDragonfly;
 use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
+pub use nic::{IbArbiter, IbHca, Nic};
+use nic::Qps;
 use ports::{Link, PortSet};
 
 /// Switch allocation policy of every output link.
@@ -286,6 +289,11 @@ pub struct PacketConfig {
     /// any of its links (messages dealt round robin); 0 = one FIFO per
     /// output link, fed by the messages whose route starts there.
     pub injection_fifos: u32,
+    /// The endpoint's send side: which waiting message an injection FIFO
+    /// takes its next packet from (`nic` module doc).
+    pub nic: Nic,
+    /// The HCA of [`Nic::Ib`] (ignored otherwise).
+    pub ib: IbHca,
 }
 
 const NONE: u32 = u32::MAX;
@@ -415,6 +423,9 @@ pub struct PacketFabric {
     // Messages waiting at the source, per injection FIFO.
     pend_head: Vec<u32>,
     pend_tail: Vec<u32>,
+    /// [`Nic::Ib`]: per injection FIFO its active QPs and arbiter (empty
+    /// otherwise).
+    qps: Vec<Qps>,
 
     packets: Vec<Packet>,
     free_packets: Vec<u32>,
