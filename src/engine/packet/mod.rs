@@ -220,8 +220,8 @@ use super::ugal::UgalDragonfly;
 use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
-pub use nic::{IbArbiter, IbHca, Nic};
 use nic::Qps;
+pub use nic::{IbArbiter, IbHca, Nic};
 use ports::{Link, PortSet};
 
 /// Switch allocation policy of every output link.

@@ -15,10 +15,11 @@
 //!   specification arbitrates between VLs, not between the send queues of
 //!   one VL, which is the implementation's). The packet then waits in the
 //!   injection FIFO for a credit of the first switch's buffer as any other
-//!   (IB's credit-based link flow control, IBTA Vol. 1 ch. 7). The arbiter ([`IbArbiter`]) is not in step across nodes:
-//!   `Random` draws the QP of every packet uniformly among the active ones
-//!   from a generator seeded per FIFO by (seed, FIFO); `RoundRobin` rotates
-//!   over the active QPs in activation order from a seeded random start.
+//!   (IB's credit-based link flow control, IBTA Vol. 1 ch. 7). The arbiter
+//!   ([`IbArbiter`]): `Random` draws the QP of every packet uniformly among
+//!   the active ones from a generator seeded per FIFO by (seed, FIFO), so no
+//!   two nodes are in step; `RoundRobin` rotates over the active QPs in
+//!   activation order from a seeded start.
 //! - [`Nic::Bgl`]: Blue Gene/L's endpoint, built on another branch; refused
 //!   here.
 //!
@@ -37,8 +38,10 @@
 //! 35(12), 1987). Round-robin is the other reading (RDMA NICs schedule QPs
 //! round robin with a quantum of about one MTU, e.g. the `hns` driver's
 //! "long message loopback slice", Linux commit 56518a6, "1024 to mtu" bytes
-//! "for achieving traffic balance between QPs"); its start is drawn per FIFO
-//! so nodes are out of phase, but the phases then stay fixed.
+//! "for achieving traffic balance between QPs"). Its start is drawn per
+//! FIFO, but messages posted one after another become active one after
+//! another, so every node still rotates in posting order and nodes that post
+//! alike stay in step: an ablation of the lockstep, not the default.
 //!
 //! Cost: one generator step (or a counter) and a few loads per packet
 //! created, at injection only; per FIFO a vector of the active message
@@ -277,7 +280,10 @@ mod tests {
         let net = fan_out();
         for arbiter in [IbArbiter::Random, IbArbiter::RoundRobin] {
             let mut f = net.fabric(ib(1, arbiter, 5));
-            assert_eq!(drive(&mut f, &two_messages(3)), vec![(3 * t, 0), (6 * t, 1)]);
+            assert_eq!(
+                drive(&mut f, &two_messages(3)),
+                vec![(3 * t, 0), (6 * t, 1)]
+            );
         }
         // qps = 2 of 3 messages: the third (to endpoint 1 again) waits until
         // one of the first two has created its last packet, so it cannot
@@ -417,7 +423,10 @@ mod tests {
         };
         let permutations = (n as u64 - 1) * m * 1_000_000;
         let simple = run(Nic::Simple);
-        assert!(simple >= permutations && simple < permutations + 1_000_000, "{simple}");
+        assert!(
+            simple >= permutations && simple < permutations + 1_000_000,
+            "{simple}"
+        );
         let ib = run(Nic::Ib);
         let ratio = ib as f64 / simple as f64;
         assert!(ratio > 1.3, "ib {ib} ps, simple {simple} ps: {ratio:.3}");
