@@ -35,7 +35,9 @@
 //! The buffers of the last link of a route are the destination's reception
 //! FIFO. At the source, each endpoint output link has an injection FIFO of
 //! `injection_packets` packets, refilled from the messages waiting at the
-//! source in injection order (the message waits, nothing is dropped). Its one
+//! source in injection order (the message waits, nothing is dropped; with
+//! `nic = Ib` from up to `ib.qps` of them at once, an arbiter picking the
+//! message of every packet: `nic`). Its one
 //! output is the link it feeds and it is refilled from memory the instant a
 //! slot frees, so its depth bounds the packets held (and materialised) at the
 //! NIC but cannot change a time; `0` is unbounded (packets are then
@@ -193,6 +195,8 @@
 //! - `calendar`: the event queue (a calendar queue);
 //! - `buffers`: input buffers and injection FIFOs, occupancy, credits;
 //! - `ports`: output links and input ports, injection (messages into FIFOs);
+//! - `nic`: the endpoint's send side (posting order, or an InfiniBand HCA
+//!   interleaving its queue pairs);
 //! - `allocator`: requests and switch allocation, a grant's timing;
 //! - `vc`: the VC schemes (spread, datelines, dragonfly hop classes);
 //! - `routing`: routing hooks (torus adaptive, UGAL) and the route arena;

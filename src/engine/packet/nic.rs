@@ -431,4 +431,31 @@ mod tests {
         let ratio = ib as f64 / simple as f64;
         assert!(ratio > 1.3, "ib {ib} ps, simple {simple} ps: {ratio:.3}");
     }
+
+    #[test]
+    fn bgl_and_an_hca_without_qps_are_refused_in_one_line() {
+        let net = fan_out();
+        let err = |cfg: PacketConfig| {
+            PacketFabric::new(
+                Links {
+                    bandwidth: net.bw.clone(),
+                    latency: net.lat.clone(),
+                },
+                net.dst.clone(),
+                3,
+                cfg,
+            )
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+        };
+        let e = err(PacketConfig {
+            nic: Nic::Bgl,
+            ..config()
+        });
+        assert!(e.contains("nic=bgl is not built in this branch"), "{e}");
+        let e = err(ib(0, IbArbiter::Random, 0));
+        assert!(e.contains("ib_qps=0, expected"), "{e}");
+        assert!(!e.contains('\n'));
+    }
 }
