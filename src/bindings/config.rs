@@ -26,7 +26,7 @@ use crate::engine::fabric::{Ps, PS_PER_S};
 use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
-use crate::engine::packet::{Allocator, PacketConfig, Queues};
+use crate::engine::packet::{Allocator, IbArbiter, IbHca, Nic, PacketConfig, Queues};
 use crate::engine::ugal::UgalDragonfly;
 
 /// Longest single time a run takes, s: 10^6 s (about 11.6 days) is 10^18
@@ -89,6 +89,8 @@ from_name!(Rendezvous, "rendezvous", [("direct", Rendezvous::Direct), ("handshak
 from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
 from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
 from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
+from_name!(Nic, "nic", [("simple", Nic::Simple), ("ib", Nic::Ib), ("bgl", Nic::Bgl)]);
+from_name!(IbArbiter, "ib_arbiter", [("random", IbArbiter::Random), ("round-robin", IbArbiter::RoundRobin)]);
 
 /// `topocoll.sim.engine.EngineOptions`.
 #[derive(FromPyObject)]
@@ -126,6 +128,10 @@ struct Packet {
     injection_packets: u32,
     injection_fifos: u32,
     eject_handling: f64,
+    nic: Nic,
+    ib_qps: u32,
+    ib_arbiter: IbArbiter,
+    ib_seed: u64,
 }
 
 /// `topocoll.sim.model.Platform` (what the engine reads of it).
@@ -304,6 +310,12 @@ impl Packet {
             ugal: None,
             injection_fifos: self.injection_fifos,
             adaptive: None,
+            nic: self.nic,
+            ib: IbHca {
+                qps: self.ib_qps,
+                arbiter: self.ib_arbiter,
+                seed: self.ib_seed,
+            },
         };
         match wiring.scheme {
             Scheme::Plain => {}

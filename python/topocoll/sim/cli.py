@@ -85,6 +85,11 @@ _PACKET_FLAGS = (
      "NIC injection FIFO depth in packets, 0 = no limit"),
     ("--eject-handling", "eject_handling", finite_float(unit="s"),
      "receiving NIC's time per packet, s (0 = consumed at link rate)"),
+    ("--nic", "nic", str, "endpoint's send side: simple (messages in posting order, one after another) or ib "
+                          "(an InfiniBand HCA interleaving the packets of its queue pairs; bgl: another branch)"),
+    ("--ib-qps", "ib_qps", _packet_int("ib_qps"), "--nic ib: queue pairs the HCA serves at once"),
+    ("--ib-arbiter", "ib_arbiter", str, "--nic ib: the HCA's pick of the next packet's QP, random or round-robin"),
+    ("--ib-seed", "ib_seed", seed, "--nic ib: seed of the HCA arbiters (printed with the result)"),
 )
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
@@ -161,7 +166,9 @@ def model_line(args, model: str, options: EngineOptions) -> str:
     """The model and preset a prediction was made with (the first lines of
     ``simulate`` and ``compare``)."""
     from .presets import describe_preset
-    return f"{model} model, {describe_preset(getattr(args, 'preset', None), options)}"
+    nic = options.packet
+    return (f"{model} model, {describe_preset(getattr(args, 'preset', None), options)}"
+            + (f", {nic.describe_nic()}" if model == "packet" and nic.nic != "simple" else ""))
 
 
 def packet_options(args) -> PacketOptions:

@@ -477,7 +477,12 @@ class Simulation:
                 **({"packet_hops": self.packet_hops, "fullest_buffers": [
                     {"link": n, "vc": vc, "max_packets": most, "mean_packets": mean}
                     for n, vc, most, mean in self.fullest_buffers()]} if self.buffer_mean is not None else {}),
-                **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {})}
+                **({"os_noise_stolen_s": self.os_stolen} if self.os_stolen else {}),
+                **({"nic": {"model": self.options.packet.nic, **({"arbiter": self.options.packet.ib_arbiter,
+                                                                  "seed": self.options.packet.ib_seed,
+                                                                  "qps": self.options.packet.ib_qps}
+                                                                 if self.options.packet.nic == "ib" else {})}}
+                   if self.model == "packet" else {})}
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,17 @@ fn check_hop_classes(n: usize, cfg: &PacketConfig, any_dateline: bool) -> Result
     Ok(by_hop)
 }
 
+/// The endpoint model: one built here, an HCA serving at least one QP.
+fn check_nic(cfg: &PacketConfig) -> Result<(), CoreError> {
+    match cfg.nic {
+        Nic::Bgl => bad("nic=bgl is not built in this branch, expected simple or ib".into()),
+        Nic::Ib if cfg.ib.qps == 0 => {
+            bad("ib_qps=0, expected an HCA serving at least 1 queue pair".into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Buffer ids: `(buffers, injection FIFOs)`, input buffers first; every
 /// buffer and port id must fit in 32 bits below [`NONE`].
 fn buffer_count(
@@ -274,6 +285,7 @@ impl PacketFabric {
         check_adaptive(n, &cfg, any_dateline)?;
         check_bandwidths(&links)?;
         let by_hop = check_hop_classes(n, &cfg, any_dateline)?;
+        check_nic(&cfg)?;
         let vcs = cfg.vcs as usize;
         let fifos = cfg.injection_fifos as usize;
         let (n_q, n_fifo) = buffer_count(n, vcs, fifos, n_endpoints)?;
@@ -312,6 +324,11 @@ impl PacketFabric {
             dirty_work: Vec::new(),
             pend_head: vec![NONE; n_fifo],
             pend_tail: vec![NONE; n_fifo],
+            qps: if cfg.nic == Nic::Ib {
+                (0..n_fifo).map(|f| Qps::new(cfg.ib.seed, f)).collect()
+            } else {
+                Vec::new()
+            },
             packets: Vec::new(),
             free_packets: Vec::new(),
             msgs: Vec::new(),

@@ -35,7 +35,9 @@
 //! The buffers of the last link of a route are the destination's reception
 //! FIFO. At the source, each endpoint output link has an injection FIFO of
 //! `injection_packets` packets, refilled from the messages waiting at the
-//! source in injection order (the message waits, nothing is dropped). Its one
+//! source in injection order (the message waits, nothing is dropped; with
+//! `nic = Ib` from up to `ib.qps` of them at once, an arbiter picking the
+//! message of every packet: `nic`). Its one
 //! output is the link it feeds and it is refilled from memory the instant a
 //! slot frees, so its depth bounds the packets held (and materialised) at the
 //! NIC but cannot change a time; `0` is unbounded (packets are then
@@ -193,6 +195,8 @@
 //! - `calendar`: the event queue (a calendar queue);
 //! - `buffers`: input buffers and injection FIFOs, occupancy, credits;
 //! - `ports`: output links and input ports, injection (messages into FIFOs);
+//! - `nic`: the endpoint's send side (posting order, or an InfiniBand HCA
+//!   interleaving its queue pairs);
 //! - `allocator`: requests and switch allocation, a grant's timing;
 //! - `vc`: the VC schemes (spread, datelines, dragonfly hop classes);
 //! - `routing`: routing hooks (torus adaptive, UGAL) and the route arena;
@@ -205,6 +209,7 @@ mod calendar;
 mod construct;
 mod deadlock;
 mod eject;
+mod nic;
 mod ports;
 mod routing;
 #[cfg(test)]
@@ -219,6 +224,8 @@ use super::ugal::UgalDragonfly;
 use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
+use nic::Qps;
+pub use nic::{IbArbiter, IbHca, Nic};
 use ports::{Link, PortSet};
 
 /// Switch allocation policy of every output link.
@@ -286,6 +293,11 @@ pub struct PacketConfig {
     /// any of its links (messages dealt round robin); 0 = one FIFO per
     /// output link, fed by the messages whose route starts there.
     pub injection_fifos: u32,
+    /// The endpoint's send side: which waiting message an injection FIFO
+    /// takes its next packet from (`nic` module doc).
+    pub nic: Nic,
+    /// The HCA of [`Nic::Ib`] (ignored otherwise).
+    pub ib: IbHca,
 }
 
 const NONE: u32 = u32::MAX;
@@ -415,6 +427,9 @@ pub struct PacketFabric {
     // Messages waiting at the source, per injection FIFO.
     pend_head: Vec<u32>,
     pend_tail: Vec<u32>,
+    /// [`Nic::Ib`]: per injection FIFO its active QPs and arbiter (empty
+    /// otherwise).
+    qps: Vec<Qps>,
 
     packets: Vec<Packet>,
     free_packets: Vec<u32>,

@@ -84,6 +84,9 @@ impl PacketFabric {
 
     /// Fill injection FIFO `l` from the messages waiting there.
     pub(super) fn refill(&mut self, l: usize, t: Ps) {
+        if self.cfg.nic == Nic::Ib {
+            return self.refill_ib(l, t);
+        }
         let q = self.n_links * self.vcs + l;
         let cap = self.cfg.injection_packets.max(1);
         while self.buffers[q].occ < cap && self.pend_head[l] != NONE {
@@ -98,40 +101,48 @@ impl PacketFabric {
                     self.pend_tail[l] = NONE;
                 }
             }
-            let payload = msg
-                .bytes
-                .saturating_sub(k * self.cfg.packet_bytes)
-                .min(self.cfg.packet_bytes);
-            let pk = Packet {
-                seq: self.seq,
-                birth: msg.birth,
-                tail_at: t,
-                msg: m as u32,
-                queue: q as u32,
-                next: NONE,
-                next_link: msg.first,
-                route: msg.route,
-                route_len: msg.route_len,
-                hop: 0,
-                wire: (payload + self.cfg.header_bytes) as u32,
-                port: (self.n_links + l) as u32,
-                spread: self.spread,
-                vc: 0,
-                dim: NOT_TORUS,
-                class: 0,
-            };
-            self.seq += 1;
-            // `seq mod per_class`, without a division per packet
-            self.spread = if self.spread + 1 == self.per_class {
-                0
-            } else {
-                self.spread + 1
-            };
-            let p = self.alloc_packet(pk);
-            self.choose_vc(p as usize, msg.first as usize);
-            self.occ_change(q, t, true);
-            self.enqueue(p);
+            self.make_packet(l, q, m, k, t);
         }
+    }
+
+    /// Packet `k` of message `m` into injection FIFO `l` (buffer `q`) at `t`.
+    #[inline]
+    pub(super) fn make_packet(&mut self, l: usize, q: usize, m: usize, k: u64, t: Ps) {
+        let msg = &self.msgs[m];
+        let payload = msg
+            .bytes
+            .saturating_sub(k * self.cfg.packet_bytes)
+            .min(self.cfg.packet_bytes);
+        let pk = Packet {
+            seq: self.seq,
+            birth: msg.birth,
+            tail_at: t,
+            msg: m as u32,
+            queue: q as u32,
+            next: NONE,
+            next_link: msg.first,
+            route: msg.route,
+            route_len: msg.route_len,
+            hop: 0,
+            wire: (payload + self.cfg.header_bytes) as u32,
+            port: (self.n_links + l) as u32,
+            spread: self.spread,
+            vc: 0,
+            dim: NOT_TORUS,
+            class: 0,
+        };
+        let first = msg.first as usize;
+        self.seq += 1;
+        // `seq mod per_class`, without a division per packet
+        self.spread = if self.spread + 1 == self.per_class {
+            0
+        } else {
+            self.spread + 1
+        };
+        let p = self.alloc_packet(pk);
+        self.choose_vc(p as usize, first);
+        self.occ_change(q, t, true);
+        self.enqueue(p);
     }
 
     /// A packet's tail left buffer `Link::from` onto `link`: the link, the

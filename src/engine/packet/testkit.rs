@@ -63,6 +63,8 @@ pub(crate) fn config() -> PacketConfig {
         hop_classes: 0,
         ugal: None,
         injection_fifos: 0,
+        nic: Nic::Simple,
+        ib: IbHca::default(),
     }
 }
 
