@@ -26,7 +26,7 @@ use crate::engine::fabric::{Ps, PS_PER_S};
 use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
-use crate::engine::packet::{Allocator, PacketConfig, Queues};
+use crate::engine::packet::{Allocator, BglNic, Nic, PacketConfig, Placement, Queues};
 use crate::engine::ugal::UgalDragonfly;
 
 /// Seconds to ps as Python's `int(round(s * 1e12))` (ties to even), 0 for
@@ -75,6 +75,17 @@ from_name!(Small, "small_sends", [("eager", Small::Eager), ("detached", Small::D
 from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
 from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
 from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
+from_name!(NicKind, "nic", [("simple", NicKind::Simple), ("ib", NicKind::Ib), ("bgl", NicKind::Bgl)]);
+from_name!(Placement, "bgl_placement", [("direction", Placement::Direction), ("any", Placement::Any)]);
+
+/// `PacketOptions.nic`: the endpoint model's name (`Nic` carries its
+/// parameters).
+#[derive(Clone, Copy)]
+enum NicKind {
+    Simple,
+    Ib,
+    Bgl,
+}
 
 /// `topocoll.sim.engine.EngineOptions`.
 #[derive(FromPyObject)]
@@ -110,6 +121,12 @@ struct Packet {
     injection_packets: u32,
     injection_fifos: u32,
     eject_handling: f64,
+    nic: NicKind,
+    bgl_fifos: u32,
+    bgl_fifo_packets: u32,
+    bgl_burst: u32,
+    bgl_placement: Placement,
+    bgl_cpu_links: f64,
 }
 
 /// `topocoll.sim.model.Platform` (what the engine reads of it).
@@ -255,24 +272,59 @@ impl<'py> FromPyObject<'py> for Scheme {
     }
 }
 
-/// `topocoll.sim.wiring.PacketWiring`: each link's destination node and the
-/// routing scheme.
+/// `topocoll.sim.wiring.PacketWiring`: each link's destination node, the
+/// routing scheme, and the torus geometry of BG/L's endpoint: `(k, wrap,
+/// link_src)`.
 pub(crate) struct Wiring {
     link_dst: Vec<u32>,
     scheme: Scheme,
+    nic_torus: Option<(Vec<u32>, Vec<bool>, Vec<u32>)>,
 }
 
 impl<'py> FromPyObject<'py> for Wiring {
     fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let t = ob.getattr("nic_torus")?;
+        let nic_torus = if t.is_none() {
+            None
+        } else {
+            Some((t.getattr("k")?.extract()?, t.getattr("wrap")?.extract()?, array(&t, "link_src")?))
+        };
         Ok(Wiring {
             link_dst: array(ob, "link_dst")?,
             scheme: ob.getattr("scheme")?.extract()?,
+            nic_torus,
         })
     }
 }
 
 impl Packet {
+    /// The endpoint model; BG/L's reads each link's direction from the
+    /// wiring's torus geometry.
+    fn nic(&self, wiring: &Wiring) -> PyResult<Nic> {
+        match self.nic {
+            NicKind::Simple => Ok(Nic::Simple),
+            NicKind::Ib => Err(PyValueError::new_err(
+                "PacketOptions: nic='ib' is not built in this branch, expected simple or bgl",
+            )),
+            NicKind::Bgl => {
+                let (k, wrap, src) = wiring.nic_torus.as_ref().ok_or_else(|| {
+                    PyValueError::new_err("PacketWiring: nic='bgl' without its nic_torus geometry, expected a torus")
+                })?;
+                let geo = AdaptiveTorus::new(k, wrap, src, &wiring.link_dst)?;
+                Ok(Nic::Bgl(BglNic {
+                    fifos: self.bgl_fifos,
+                    fifo_packets: self.bgl_fifo_packets,
+                    burst: self.bgl_burst,
+                    placement: self.bgl_placement,
+                    cpu_links: self.bgl_cpu_links,
+                    link_dir: (0..src.len() as u32).map(|l| geo.dir(l)).collect(),
+                }))
+            }
+        }
+    }
+
     fn config(&self, wiring: Wiring) -> PyResult<(PacketConfig, Vec<u32>)> {
+        let nic = self.nic(&wiring)?;
         let link_dst = wiring.link_dst;
         let mut cfg = PacketConfig {
             packet_bytes: self.packet_bytes,
@@ -291,6 +343,7 @@ impl Packet {
             ugal: None,
             injection_fifos: self.injection_fifos,
             adaptive: None,
+            nic,
         };
         match wiring.scheme {
             Scheme::Plain => {}

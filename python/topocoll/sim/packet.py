@@ -38,6 +38,34 @@ paper describes, and says which:
   into one endpoint (incast) saturate the tree behind it. No seed paper gives
   a per-packet cost, so the default adds none; e.g. a NIC rated at 150 M
   packets/s is ``--eject-handling 6.7e-9``.
+
+The endpoint, ``nic`` (``--nic``): ``simple`` (the default, all of the above);
+``bgl``, Blue Gene/L's torus endpoint (``src/engine/packet/bgl.rs``;
+docs/simulator.md, "Endpoints"): a core copies the packets of every posted
+message, interleaved, into the node's injection FIFOs and drains its
+reception FIFOs; ``ib`` is built on another branch. Its parameters:
+
+- ``bgl_fifos`` 6: BG/L's normal-priority injection FIFOs per node, two
+  groups of three (IBM's BG/L packet-layer SPI, ``BGL_TorusPktSPI.h``:
+  ``TS0_I0..I2``, ``TS1_I0..I2``, besides one high-priority FIFO per group
+  that application traffic does not use; Adiga et al., "Blue Gene/L torus
+  interconnection network", IBM J. Res. Dev. 49(2/3), 2005);
+- ``bgl_fifo_packets`` 4: a FIFO holds 32 chunks of 32 B (``BGL_TorusPktSPI.h``,
+  ``_BGL_TORUS_FIFO_CHUNKS``), 1 KiB, four full 256 B packets; the reception
+  FIFOs have the same 32 chunks, as the VC buffers (``buffer_packets`` 4 in
+  the BG/L runs), so the last VC buffer stands for it;
+- ``bgl_burst`` 1: packets of one message written before the core moves to
+  the next (all-to-all paper §3: the randomized all-to-all's tuning
+  parameter, "usually 1 or 2 full-sized 256-byte packets per destination");
+- ``bgl_placement`` ``direction``: a message's packets enter the FIFO of
+  its dimension-order first direction (one FIFO per direction with 6 FIFOs
+  on a 3D torus; BlueMatter's BG/L all-to-all keeps one packet list per
+  link); ``any``: each packet into the next FIFO with a free slot (the SPI's
+  ``Send`` call);
+- ``bgl_cpu_links`` 4.0: the core copies packets in and out at four links'
+  bandwidth (§2: "the processor can only keep about four links busy" when
+  the data is not in L1, which holds for all-to-all above 64 B on a
+  midplane); 0 = copies take no time.
 """
 
 from __future__ import annotations
@@ -47,22 +75,30 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 
-__all__ = ["PacketOptions", "ALLOCATORS", "QUEUES", "MAX_PACKET_STATE"]
+__all__ = ["PacketOptions", "ALLOCATORS", "QUEUES", "NICS", "BGL_PLACEMENTS", "MAX_PACKET_STATE"]
 
 ALLOCATORS = ("round-robin", "age")
 QUEUES = ("input", "voq")
+#: the endpoint models (``ib``: built on another branch, refused here)
+NICS = ("simple", "ib", "bgl")
+BGL_PLACEMENTS = ("direction", "any")
 #: largest number of buffer slots (links × VCs × depth) a run may hold: 2^28,
 #: a few GiB of packet state at worst, within a 24 GiB machine
 MAX_PACKET_STATE = 1 << 28
 #: bounds: (lowest, highest) per integer option
 _BOUNDS = {"packet_bytes": (1, 1 << 16), "header_bytes": (0, 4096), "vcs": (1, 16),
-           "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64)}
+           "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64),
+           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (1, 1 << 20)}
 _UNITS = {"packet_bytes": "bytes of payload per packet", "header_bytes": "header bytes per packet",
           "vcs": "virtual channels per link", "buffer_packets": "packets per VC input buffer",
           "injection_packets": "packets per injection FIFO, 0 = no limit",
-          "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link"}
+          "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link",
+          "bgl_fifos": "BG/L injection FIFOs per node", "bgl_fifo_packets": "packets per BG/L injection FIFO",
+          "bgl_burst": "packets per message before the BG/L core moves to the next"}
 #: longest router delay, s
 MAX_ROUTER_DELAY = 1e-3
+#: fastest BG/L core, in links' bandwidth
+MAX_CPU_LINKS = 64.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +125,12 @@ class PacketOptions:
     injection_packets: int = 0
     injection_fifos: int = 0
     eject_handling: float = 0.0
+    nic: str = "simple"
+    bgl_fifos: int = 6
+    bgl_fifo_packets: int = 4
+    bgl_burst: int = 1
+    bgl_placement: str = "direction"
+    bgl_cpu_links: float = 4.0
 
     def __post_init__(self):
         for name, (lo, hi) in _BOUNDS.items():
@@ -104,6 +146,27 @@ class PacketOptions:
             raise SpecError(f"PacketOptions: allocator={self.allocator!r}, expected one of {', '.join(ALLOCATORS)}")
         if self.queues not in QUEUES:
             raise SpecError(f"PacketOptions: queues={self.queues!r}, expected one of {', '.join(QUEUES)}")
+        self._check_nic()
+
+    def _check_nic(self) -> None:
+        if self.nic not in NICS:
+            raise SpecError(f"PacketOptions: nic={self.nic!r}, expected one of {', '.join(NICS)}")
+        if self.nic == "ib":
+            raise SpecError("PacketOptions: nic='ib' is not built in this branch, expected simple or bgl")
+        if self.bgl_placement not in BGL_PLACEMENTS:
+            raise SpecError(f"PacketOptions: bgl_placement={self.bgl_placement!r}, expected one of "
+                            f"{', '.join(BGL_PLACEMENTS)}")
+        c = self.bgl_cpu_links
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) \
+                or not 0 <= c <= MAX_CPU_LINKS:
+            raise SpecError(f"PacketOptions: bgl_cpu_links={c!r}, expected 0..{MAX_CPU_LINKS:g} links' bandwidth "
+                            "(0 = copies take no time)")
+        if self.nic == "bgl":
+            for name in ("injection_fifos", "injection_packets", "eject_handling"):
+                if getattr(self, name):
+                    raise SpecError(f"PacketOptions: {name}={getattr(self, name)!r} with nic='bgl', expected 0 "
+                                    "(the BG/L endpoint's FIFOs and core set them: bgl_fifos, bgl_fifo_packets, "
+                                    "bgl_cpu_links)")
 
     def packets(self, nbytes: int) -> int:
         """Packets of an ``nbytes`` message (a 0-byte message is one header-only packet)."""

@@ -156,6 +156,47 @@ fn check_hop_classes(n: usize, cfg: &PacketConfig, any_dateline: bool) -> Result
     Ok(by_hop)
 }
 
+/// Blue Gene/L's endpoint: positive counts, a copy rate, a direction per
+/// link for its placement, and none of the simple endpoint's options.
+fn check_nic(n: usize, cfg: &PacketConfig) -> Result<(), CoreError> {
+    let Nic::Bgl(b) = &cfg.nic else {
+        return Ok(());
+    };
+    for (what, v) in [
+        ("fifos", b.fifos),
+        ("fifo_packets", b.fifo_packets),
+        ("burst", b.burst),
+    ] {
+        if v == 0 {
+            return bad(format!("bgl {what}=0, expected at least 1"));
+        }
+    }
+    if !(b.cpu_links.is_finite() && b.cpu_links >= 0.0) {
+        return bad(format!(
+            "bgl cpu_links={}, expected a finite rate >= 0 links",
+            b.cpu_links
+        ));
+    }
+    if b.placement == Placement::Direction && b.link_dir.len() != n {
+        return bad(format!(
+            "bgl placement by direction with {} link directions, expected one per link ({n})",
+            b.link_dir.len()
+        ));
+    }
+    for (what, v) in [
+        ("injection_fifos", cfg.injection_fifos as u64),
+        ("injection_packets", cfg.injection_packets as u64),
+        ("eject_handling", cfg.eject_handling),
+    ] {
+        if v != 0 {
+            return bad(format!(
+                "{what}={v} with the BG/L endpoint, expected 0 (its FIFOs and core set them)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Buffer ids: `(buffers, injection FIFOs)`, input buffers first; every
 /// buffer and port id must fit in 32 bits below [`NONE`].
 fn buffer_count(
@@ -218,10 +259,20 @@ fn link_table(links: &Links, link_dst: &[u32], cfg: &PacketConfig, full_wire: u6
 /// sorting when it becomes current), the ring covering twice the longest
 /// hop.
 fn event_queue_for(links: &[Link], cfg: &PacketConfig) -> EventQueue<Event> {
+    // BG/L: a core copies a full packet in ser / cpu_links (none: the
+    // simple endpoint, or copies that take no time).
+    let copy = match &cfg.nic {
+        Nic::Bgl(b) if b.cpu_links > 0.0 => links
+            .iter()
+            .map(|l| (l.ser_full as f64 / b.cpu_links) as Ps)
+            .min()
+            .unwrap_or(0),
+        _ => 0,
+    };
     let grain = links
         .iter()
         .flat_map(|l: &Link| [l.ser_full, l.latency])
-        .chain([cfg.router_delay, cfg.eject_handling])
+        .chain([cfg.router_delay, cfg.eject_handling, copy])
         .filter(|&d| d > 0)
         .min()
         .unwrap_or(1);
@@ -274,8 +325,16 @@ impl PacketFabric {
         check_adaptive(n, &cfg, any_dateline)?;
         check_bandwidths(&links)?;
         let by_hop = check_hop_classes(n, &cfg, any_dateline)?;
+        check_nic(n, &cfg)?;
         let vcs = cfg.vcs as usize;
-        let fifos = cfg.injection_fifos as usize;
+        let bgl = match &cfg.nic {
+            Nic::Bgl(b) => Some(bgl::BglState::new(b.clone(), n_endpoints)),
+            Nic::Simple => None,
+        };
+        let fifos = match &cfg.nic {
+            Nic::Bgl(b) => b.fifos as usize,
+            Nic::Simple => cfg.injection_fifos as usize,
+        };
         let (n_q, n_fifo) = buffer_count(n, vcs, fifos, n_endpoints)?;
         let n_nodes = link_dst
             .iter()
@@ -297,6 +356,7 @@ impl PacketFabric {
             fifos,
             next_fifo: vec![0; if fifos > 0 { n_endpoints } else { 0 }],
             overflow: None,
+            bgl,
             links: link_state,
             buffers: buffer_table(&cfg, n, vcs, n_q),
             stamp: 0,

@@ -197,9 +197,12 @@
 //! - `vc`: the VC schemes (spread, datelines, dragonfly hop classes);
 //! - `routing`: routing hooks (torus adaptive, UGAL) and the route arena;
 //! - `eject`: consumption at the destination;
+//! - `bgl`: Blue Gene/L's endpoint (`Nic::Bgl`): injection FIFOs a core
+//!   fills packet by packet, messages interleaved, reception drained by it;
 //! - `deadlock`: naming the cycle of a stalled network.
 
 mod allocator;
+mod bgl;
 mod buffers;
 mod calendar;
 mod construct;
@@ -220,6 +223,24 @@ use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
 use ports::{Link, PortSet};
+
+pub use bgl::{BglNic, Placement};
+
+/// The endpoint of every node: how messages become packets in injection
+/// FIFOs and how packets leave the reception FIFOs.
+#[derive(Clone, Debug, Default)]
+pub enum Nic {
+    /// Today's endpoint (module doc, "Buffers, credits and queues" and
+    /// "Ejection"): a message's packets back to back into the injection
+    /// FIFO of its first link (or the `injection_fifos` dealt round
+    /// robin), consumed at link rate or `eject_handling`.
+    #[default]
+    Simple,
+    /// Blue Gene/L's (module `bgl`): a core copies packets of all posted
+    /// messages, interleaved, into the node's injection FIFOs, and drains
+    /// its reception FIFOs, at its own rate.
+    Bgl(BglNic),
+}
 
 /// Switch allocation policy of every output link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -286,6 +307,10 @@ pub struct PacketConfig {
     /// any of its links (messages dealt round robin); 0 = one FIFO per
     /// output link, fed by the messages whose route starts there.
     pub injection_fifos: u32,
+    /// The endpoint model (`Simple`: the above; `Bgl`: its own FIFOs, which
+    /// `injection_fifos`, `injection_packets` and `eject_handling` must
+    /// leave at 0).
+    pub nic: Nic,
 }
 
 const NONE: u32 = u32::MAX;
@@ -309,6 +334,10 @@ enum Event {
     Consumed(u32),
     /// A message to its own endpoint (empty route).
     SelfArrive(u32),
+    /// BG/L: this node's core looks for packets to copy (posted messages).
+    Pump(u32),
+    /// BG/L: the core finished copying this packet into its FIFO.
+    Injected(u32),
 }
 
 /// A packet (one cache line: everything a hop reads is here).
@@ -390,6 +419,8 @@ pub struct PacketFabric {
     next_fifo: Vec<u32>,
     /// A route needed more hop classes than configured (first such, as text).
     overflow: Option<String>,
+    /// Blue Gene/L's endpoint (`cfg.nic` is `Bgl`).
+    bgl: Option<bgl::BglState>,
 
     links: Vec<Link>,
     /// `link·vcs + vc` are the input buffers, `n_links·vcs + f` injection
@@ -486,6 +517,8 @@ impl PacketFabric {
                 arrived.push((t, id));
                 self.msgs_alive -= 1;
             }
+            Event::Pump(node) => self.bgl_pump(node as usize, t),
+            Event::Injected(p) => self.bgl_copied(p, t),
         }
     }
 

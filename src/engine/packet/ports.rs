@@ -98,40 +98,48 @@ impl PacketFabric {
                     self.pend_tail[l] = NONE;
                 }
             }
-            let payload = msg
-                .bytes
-                .saturating_sub(k * self.cfg.packet_bytes)
-                .min(self.cfg.packet_bytes);
-            let pk = Packet {
-                seq: self.seq,
-                birth: msg.birth,
-                tail_at: t,
-                msg: m as u32,
-                queue: q as u32,
-                next: NONE,
-                next_link: msg.first,
-                route: msg.route,
-                route_len: msg.route_len,
-                hop: 0,
-                wire: (payload + self.cfg.header_bytes) as u32,
-                port: (self.n_links + l) as u32,
-                spread: self.spread,
-                vc: 0,
-                dim: NOT_TORUS,
-                class: 0,
-            };
-            self.seq += 1;
-            // `seq mod per_class`, without a division per packet
-            self.spread = if self.spread + 1 == self.per_class {
-                0
-            } else {
-                self.spread + 1
-            };
-            let p = self.alloc_packet(pk);
-            self.choose_vc(p as usize, msg.first as usize);
-            self.occ_change(q, t, true);
+            let p = self.new_packet(m, k, q, l, t);
             self.enqueue(p);
         }
+    }
+
+    /// Packet `k` of message `m`, in injection FIFO `l` (buffer `q`) from
+    /// `t`: its slot taken, its VC chosen, not yet queued.
+    pub(super) fn new_packet(&mut self, m: usize, k: u64, q: usize, l: usize, t: Ps) -> u32 {
+        let msg = self.msgs[m];
+        let payload = msg
+            .bytes
+            .saturating_sub(k * self.cfg.packet_bytes)
+            .min(self.cfg.packet_bytes);
+        let pk = Packet {
+            seq: self.seq,
+            birth: msg.birth,
+            tail_at: t,
+            msg: m as u32,
+            queue: q as u32,
+            next: NONE,
+            next_link: msg.first,
+            route: msg.route,
+            route_len: msg.route_len,
+            hop: 0,
+            wire: (payload + self.cfg.header_bytes) as u32,
+            port: (self.n_links + l) as u32,
+            spread: self.spread,
+            vc: 0,
+            dim: NOT_TORUS,
+            class: 0,
+        };
+        self.seq += 1;
+        // `seq mod per_class`, without a division per packet
+        self.spread = if self.spread + 1 == self.per_class {
+            0
+        } else {
+            self.spread + 1
+        };
+        let p = self.alloc_packet(pk);
+        self.choose_vc(p as usize, msg.first as usize);
+        self.occ_change(q, t, true);
+        p
     }
 
     /// A packet's tail left buffer `Link::from` onto `link`: the link, the
@@ -155,9 +163,21 @@ impl PacketFabric {
         self.occ_change(q, t, false);
         if port < self.n_links {
             self.return_credit(q, port as u32, t);
+        } else if self.bgl.is_some() {
+            self.bgl_slot_freed((port - self.n_links) / self.fifos, t);
         } else {
             self.refill(port - self.n_links, t);
         }
+    }
+
+    /// Message `m` waits at the end of pending list `l`.
+    fn append_pending(&mut self, l: usize, m: u32) {
+        if self.pend_tail[l] == NONE {
+            self.pend_head[l] = m;
+        } else {
+            self.msgs[self.pend_tail[l] as usize].next = m;
+        }
+        self.pend_tail[l] = m;
     }
 
     /// Queue message `msg` (its route stored at `route`) at its injection
@@ -202,6 +222,11 @@ impl PacketFabric {
             self.msgs.push(record);
             (self.msgs.len() - 1) as u32
         };
+        if self.bgl.is_some() {
+            let list = self.bgl_list(msg.src, first);
+            self.append_pending(list, m);
+            return self.bgl_post(now, list);
+        }
         // The injection FIFO of its first link, or its endpoint's next FIFO.
         let l = if self.fifos == 0 {
             first as usize
@@ -211,12 +236,7 @@ impl PacketFabric {
             self.next_fifo[e] = (k + 1) % self.fifos as u32;
             e * self.fifos + k as usize
         };
-        if self.pend_tail[l] == NONE {
-            self.pend_head[l] = m;
-        } else {
-            self.msgs[self.pend_tail[l] as usize].next = m;
-        }
-        self.pend_tail[l] = m;
+        self.append_pending(l, m);
         let idle = self.dirty.is_empty();
         self.refill(l, now);
         if idle && !self.dirty.is_empty() {
