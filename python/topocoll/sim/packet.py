@@ -57,6 +57,7 @@ reception FIFOs; ``ib`` is built on another branch. Its parameters:
 - ``bgl_burst`` 1: packets of one message written before the core moves to
   the next (all-to-all paper §3: the randomized all-to-all's tuning
   parameter, "usually 1 or 2 full-sized 256-byte packets per destination");
+  0 = whole messages one after the other (no interleaving);
 - ``bgl_placement`` ``direction``: a message's packets enter the FIFO of
   its dimension-order first direction (one FIFO per direction with 6 FIFOs
   on a 3D torus; BlueMatter's BG/L all-to-all keeps one packet list per
@@ -88,13 +89,13 @@ MAX_PACKET_STATE = 1 << 28
 #: bounds: (lowest, highest) per integer option
 _BOUNDS = {"packet_bytes": (1, 1 << 16), "header_bytes": (0, 4096), "vcs": (1, 16),
            "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64),
-           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (1, 1 << 20)}
+           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (0, 1 << 20)}
 _UNITS = {"packet_bytes": "bytes of payload per packet", "header_bytes": "header bytes per packet",
           "vcs": "virtual channels per link", "buffer_packets": "packets per VC input buffer",
           "injection_packets": "packets per injection FIFO, 0 = no limit",
           "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link",
           "bgl_fifos": "BG/L injection FIFOs per node", "bgl_fifo_packets": "packets per BG/L injection FIFO",
-          "bgl_burst": "packets per message before the BG/L core moves to the next"}
+          "bgl_burst": "packets per message before the BG/L core moves to the next, 0 = the whole message"}
 #: longest router delay, s
 MAX_ROUTER_DELAY = 1e-3
 #: fastest BG/L core, in links' bandwidth

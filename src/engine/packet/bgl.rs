@@ -63,7 +63,8 @@ pub struct BglNic {
     pub fifos: u32,
     /// Depth of each injection FIFO, packets, ≥ 1.
     pub fifo_packets: u32,
-    /// Packets of one message the core writes before moving to the next, ≥ 1.
+    /// Packets of one message the core writes before moving to the next
+    /// (0: the whole message, no interleaving).
     pub burst: u32,
     pub placement: Placement,
     /// The core's copy rate into the injection FIFOs and out of the
@@ -205,7 +206,7 @@ impl PacketFabric {
 
     /// Take the next packet of `list` into injection FIFO `fifo` at `t` (its
     /// slot taken now); the list's first message moves to the end after
-    /// `burst` packets, and leaves it after its last.
+    /// `burst` packets (never with `burst` 0), and leaves it after its last.
     fn bgl_take(&mut self, list: usize, fifo: usize, t: Ps) -> u32 {
         let m = self.pend_head[list] as usize;
         let burst = self.bgl.as_ref().expect("bgl").nic.burst;

@@ -162,11 +162,7 @@ fn check_nic(n: usize, cfg: &PacketConfig) -> Result<(), CoreError> {
     let Nic::Bgl(b) = &cfg.nic else {
         return Ok(());
     };
-    for (what, v) in [
-        ("fifos", b.fifos),
-        ("fifo_packets", b.fifo_packets),
-        ("burst", b.burst),
-    ] {
+    for (what, v) in [("fifos", b.fifos), ("fifo_packets", b.fifo_packets)] {
         if v == 0 {
             return bad(format!("bgl {what}=0, expected at least 1"));
         }
