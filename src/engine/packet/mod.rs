@@ -99,6 +99,20 @@
 //! the network: incast through finite queues). A message arrives when its
 //! last packet is consumed.
 //!
+//! # Endpoints ([`Nic`])
+//! [`Nic::Simple`] is the injection and ejection above. [`Nic::Bgl`] is Blue
+//! Gene/L's (module `bgl`): per node `fifos` injection FIFOs of
+//! `fifo_packets` packets; a core copies packets into them one at a time at
+//! `cpu_links` links' bandwidth (an `Injected` event per packet; none when
+//! copies are free), taking `burst` packets of the first message of a list
+//! before moving it to the list's end, so the packets of every posted
+//! message interleave; a list per FIFO (the FIFO of the message's
+//! dimension-order first direction) or one per node (any FIFO with a free
+//! slot). A FIFO's head requests its link as any injected packet (adaptive:
+//! any productive link). At the destination the same core drains one packet
+//! at a time at `cpu_links`, the packet holding its reception slot (the last
+//! link's VC buffer) until drained, as with `eject_handling`.
+//!
 //! # Virtual channels
 //! Without torus information (`link_dim` empty, or no dateline) packet `i`
 //! (sequence number) uses VC `i mod vcs` on every link. With `dateline`
