@@ -9,6 +9,14 @@ assumption (4 full packets, 1 KiB, per VC and input): the seeds do not give it. 
 the tables. Each shape runs twice: DR (dimension order, 2 VCs with a dateline) and AR (``--routing
 adaptive``: JSQ over two dynamic VCs plus a dimension-order escape VC with bubble flow control, 3 VCs,
 as §3.1 describes BG/L's router; its fourth, high-priority VC carries no all-to-all traffic).
+Each runs with the simple endpoint (messages back to back into the injection FIFO of their first
+link) and with Blue Gene/L's (``nic="bgl"``: 6 injection FIFOs of 4 packets per node, one per
+direction, filled packet by packet by a core at 4 links' bandwidth, the messages interleaved one packet
+each, reception drained at the same rate; ``src/engine/packet/bgl.rs``). The Two Phase Schedule also
+runs adaptively (the paper's TPS uses adaptive routing for both phases, §4.1) with BG/L's endpoint
+sending whole messages (``bgl_burst=0``): its phase-1 messages carry every block for one intermediate,
+which forwards them only once the whole message is in, so interleaving them packet by packet would hold
+every forward back to the end of phase 1.
 """
 
 from peak_rss import run_child
@@ -32,12 +40,12 @@ net = make_network("torus:" + shape, p, routing=case.get("routing", "dor"), orde
 m = case["m"]
 s = generate("alltoall", case["algorithm"], p, count=p * m, itemsize=1, **case.get("params", {}))
 bgl = PacketOptions(packet_bytes=240, header_bytes=16, vcs=3 if case.get("routing") == "adaptive" else 2,
-                    buffer_packets=4, router_delay=0.0)
-t = T()
+                    buffer_packets=4, router_delay=0.0, **case.get("nic", {}))
+t, c = T(), time.process_time()
 sim = simulate(s, Platform(alpha=case.get("alpha", 0.0), network=net), EngineConfig("packet", EngineOptions(packet=bgl)))
-wall = T() - t
+wall, cpu = T() - t, time.process_time() - c
 peak = peak_time(shape, m, beta=1 / 175e6)
-print(json.dumps({"wall": wall, "time": sim.time, "peak": peak, "hops": sim.packet_hops,
+print(json.dumps({"wall": wall, "cpu": cpu, "time": sim.time, "peak": peak, "hops": sim.packet_hops,
                   "messages": sim.messages, "rss": peak_rss()}))
 """
 
@@ -47,7 +55,10 @@ PAPER = {
     "8x8x16": (81.0, "Table 2, AR"),
     "16x8x8": (90.0, "Fig. 4, DR on 2n×n×n: \"greater than 90 %\""),
 }
-TPS_PAPER = {"8x8x16": (97.9, "Table 3, TPS (linear Z)"), "16x8x8": (99.0, "Table 3, TPS (linear X)")}
+TPS_PAPER = {"8x8x16": (97.9, "Table 3, TPS (linear Z)"), "16x8x8": (99.0, "Table 3, TPS (linear X)"),
+             "8x8x8": (77.2, "Table 3, TPS (linear Z)")}
+#: the endpoints: (label, PacketOptions fields)
+SIMPLE, BGL, BGL_WHOLE = ("simple", {}), ("bgl", {"nic": "bgl"}), ("bgl, whole messages", {"nic": "bgl", "bgl_burst": 0})
 
 
 def _case(case):
@@ -55,27 +66,33 @@ def _case(case):
 
 
 def run() -> str:
-    rows = ["| shape | algorithm | routing | m (B) | simulated time | eq. 2 peak | % of peak | paper | wall (s) | "
-            "peak RSS (MiB) | packet-hops/s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    cases = [(shape, "randomized", {"seed": 1}, routing, PAPER[shape]) for shape in PAPER
-             for routing in ("dor", "adaptive")]
-    cases += [(shape, "two_phase_schedule", {}, "dor", TPS_PAPER[shape]) for shape in TPS_PAPER]
-    cases += [("8x8x16", "direct", {}, "dor", (None, "speed: 1,024 ranks, 2 KiB per pair, target ≤ 60 s"))]
-    for shape, algorithm, params, routing, (paper, what) in cases:
+    rows = ["| shape | algorithm | routing | endpoint | m (B) | simulated time | eq. 2 peak | % of peak | paper | "
+            "wall (s) | CPU (s) | peak RSS (MiB) | packet-hops/s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    cases = [(shape, "randomized", {"seed": 1}, routing, nic, PAPER[shape]) for shape in PAPER
+             for routing in ("dor", "adaptive") for nic in (SIMPLE, BGL)]
+    cases += [(shape, "two_phase_schedule", {"shape": shape}, "dor", SIMPLE, TPS_PAPER[shape])
+              for shape in ("8x8x16", "16x8x8")]
+    cases += [(shape, "two_phase_schedule", {"shape": shape}, "adaptive", nic, TPS_PAPER[shape])
+              for shape in ("8x8x16", "8x8x8") for nic in (SIMPLE, BGL_WHOLE)]
+    cases += [("8x8x16", "direct", {}, "dor", SIMPLE, (None, "speed: 1,024 ranks, 2 KiB per pair, target ≤ 60 s"))]
+    for shape, algorithm, params, routing, (nic, fields), (paper, what) in cases:
         m = 2048 if algorithm == "direct" else 4096
-        r, err = _case({"shape": shape, "algorithm": algorithm, "params": params, "m": m, "routing": routing})
+        r, err = _case({"shape": shape, "algorithm": algorithm, "params": params, "m": m, "routing": routing,
+                        "nic": fields})
         if err:
-            rows.append(f"| {shape} | {algorithm} | {routing} | {m} | failed: {err} | | | {what} | | | |")
+            rows.append(f"| {shape} | {algorithm} | {routing} | {nic} | {m} | failed: {err} | | | {what} | | | | |")
             continue
         pct = 100 * r["peak"] / r["time"]
         shown = f"{paper:.1f} % ({what})" if paper is not None else what
-        rows.append(f"| {shape} | {algorithm} | {routing} | {m} | {r['time'] * 1e3:.3f} ms | {r['peak'] * 1e3:.3f} ms | "
-                    f"{pct:.1f} % | {shown} | {r['wall']:.1f} | {r['rss'] / 2**20:.0f} | "
-                    f"{r['hops'] / r['wall'] / 1e6:.1f} M |")
+        rows.append(f"| {shape} | {algorithm} | {routing} | {nic} | {m} | {r['time'] * 1e3:.3f} ms | "
+                    f"{r['peak'] * 1e3:.3f} ms | {pct:.1f} % | {shown} | {r['wall']:.1f} | {r['cpu']:.1f} | "
+                    f"{r['rss'] / 2**20:.0f} | {r['hops'] / r['wall'] / 1e6:.1f} M |")
     return ("## Packet model: speed and the all-to-all paper's % of peak (issue 17)\n\n"
             "Command: `python benchmarks/run.py --only packet` (one process per case; BG/L parameters and "
             "their sources in the module doc: 240 B payload + 16 B header per packet, 175 MB/s links, 2 VCs "
             "with a dateline, 4 packets per VC buffer (an assumption), dimension-order routing, identity "
-            "order, α = 0; `adaptive` rows: 3 VCs, JSQ over the two dynamic ones, bubble escape VC). % of "
-            "peak = eq. 2's time / the simulated time. Paper: Tables 1–2 are AR (adaptive), Fig. 4 DR. Wall "
+            "order, α = 0; `adaptive` rows: 3 VCs, JSQ over the two dynamic ones, bubble escape VC; endpoint "
+            "`simple` or Blue Gene/L's, `bgl`, whose parameters and sources are in `sim/packet.py`; TPS with "
+            "`bgl` sends whole messages, `bgl_burst=0`, module doc). % of peak = eq. 2's time / the simulated "
+            "time; eq. 2 counts payload at 175 MB/s, so 240 B of payload in 256 B packets caps it at 93.75 %. Paper: Tables 1–2 are AR (adaptive), Fig. 4 DR. Wall "
             "time includes generating the schedule and compiling its op program.\n\n" + "\n".join(rows) + "\n")

@@ -26,7 +26,9 @@ use crate::engine::fabric::{Ps, PS_PER_S};
 use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
-use crate::engine::packet::{Allocator, IbArbiter, IbHca, Nic, PacketConfig, Queues};
+use crate::engine::packet::{
+    Allocator, BglNic, IbArbiter, IbHca, Nic, PacketConfig, Placement, Queues,
+};
 use crate::engine::ugal::UgalDragonfly;
 
 /// Longest single time a run takes, s: 10^6 s (about 11.6 days) is 10^18
@@ -56,10 +58,14 @@ fn ps(seconds: f64, what: &str) -> PyResult<Ps> {
 /// error naming the value and what was expected.
 fn named<T: Copy>(ob: &Bound<'_, PyAny>, what: &str, names: &[(&str, T)]) -> PyResult<T> {
     let s: String = ob.extract()?;
-    names.iter().find(|(n, _)| *n == s).map(|(_, v)| *v).ok_or_else(|| {
-        let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
-        PyValueError::new_err(format!("{what}={s:?}, expected one of {}", all.join(", ")))
-    })
+    names
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            PyValueError::new_err(format!("{what}={s:?}, expected one of {}", all.join(", ")))
+        })
 }
 
 /// The event-driven models (`topocoll.sim.engine.EVENT_MODELS`).
@@ -81,16 +87,90 @@ macro_rules! from_name {
     };
 }
 
-from_name!(Model, "model", [("loggops", Model::LogGops), ("flow", Model::Flow),
-    ("congestion", Model::Congestion), ("packet", Model::Packet)]);
-from_name!(Sync, "sync", [("deps", Sync::Deps), ("rounds", Sync::Rounds), ("barrier", Sync::Barrier)]);
-from_name!(Small, "small_sends", [("eager", Small::Eager), ("detached", Small::Detached)]);
-from_name!(Rendezvous, "rendezvous", [("direct", Rendezvous::Direct), ("handshake", Rendezvous::Handshake)]);
-from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
-from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
-from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
-from_name!(Nic, "nic", [("simple", Nic::Simple), ("ib", Nic::Ib), ("bgl", Nic::Bgl)]);
-from_name!(IbArbiter, "ib_arbiter", [("random", IbArbiter::Random), ("round-robin", IbArbiter::RoundRobin)]);
+from_name!(
+    Model,
+    "model",
+    [
+        ("loggops", Model::LogGops),
+        ("flow", Model::Flow),
+        ("congestion", Model::Congestion),
+        ("packet", Model::Packet)
+    ]
+);
+from_name!(
+    Sync,
+    "sync",
+    [
+        ("deps", Sync::Deps),
+        ("rounds", Sync::Rounds),
+        ("barrier", Sync::Barrier)
+    ]
+);
+from_name!(
+    Small,
+    "small_sends",
+    [("eager", Small::Eager), ("detached", Small::Detached)]
+);
+from_name!(
+    Rendezvous,
+    "rendezvous",
+    [
+        ("direct", Rendezvous::Direct),
+        ("handshake", Rendezvous::Handshake)
+    ]
+);
+from_name!(
+    Sharing,
+    "sharing",
+    [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]
+);
+from_name!(
+    Allocator,
+    "allocator",
+    [
+        ("round-robin", Allocator::RoundRobin),
+        ("age", Allocator::Age)
+    ]
+);
+from_name!(
+    Queues,
+    "queues",
+    [
+        ("input", Queues::InputQueued),
+        ("voq", Queues::VirtualOutput)
+    ]
+);
+from_name!(
+    NicKind,
+    "nic",
+    [
+        ("simple", NicKind::Simple),
+        ("ib", NicKind::Ib),
+        ("bgl", NicKind::Bgl)
+    ]
+);
+from_name!(
+    IbArbiter,
+    "ib_arbiter",
+    [
+        ("random", IbArbiter::Random),
+        ("round-robin", IbArbiter::RoundRobin)
+    ]
+);
+from_name!(
+    Placement,
+    "bgl_placement",
+    [("direction", Placement::Direction), ("any", Placement::Any)]
+);
+
+/// `PacketOptions.nic`: the endpoint model's name (`Nic` carries its
+/// parameters).
+#[derive(Clone, Copy)]
+enum NicKind {
+    Simple,
+    Ib,
+    Bgl,
+}
 
 /// `topocoll.sim.engine.EngineOptions`.
 #[derive(FromPyObject)]
@@ -128,10 +208,15 @@ struct Packet {
     injection_packets: u32,
     injection_fifos: u32,
     eject_handling: f64,
-    nic: Nic,
+    nic: NicKind,
     ib_qps: u32,
     ib_arbiter: IbArbiter,
     ib_seed: u64,
+    bgl_fifos: u32,
+    bgl_fifo_packets: u32,
+    bgl_burst: u32,
+    bgl_placement: Placement,
+    bgl_cpu_links: f64,
 }
 
 /// `topocoll.sim.model.Platform` (what the engine reads of it).
@@ -186,7 +271,12 @@ impl<'py> FromPyObject<'py> for OsNoiseArg {
                         length.len()
                     )));
                 }
-                let span = start.iter().zip(&length).map(|(s, l)| s + l).max().unwrap_or(0);
+                let span = start
+                    .iter()
+                    .zip(&length)
+                    .map(|(s, l)| s + l)
+                    .max()
+                    .unwrap_or(0);
                 Detours::Trace {
                     start,
                     length,
@@ -218,9 +308,15 @@ pub(crate) struct Config {
 enum Scheme {
     Plain,
     /// Dimension order on a torus: each link's dimension, and datelines.
-    DimensionOrder { link_dim: Vec<u8>, dateline: Vec<bool> },
+    DimensionOrder {
+        link_dim: Vec<u8>,
+        dateline: Vec<bool>,
+    },
     /// A dragonfly's static routes, VCs by hop class.
-    HopClasses { hop_kind: Vec<u8>, classes: u8 },
+    HopClasses {
+        hop_kind: Vec<u8>,
+        classes: u8,
+    },
     /// UGAL-L on a dragonfly: hop classes plus its geometry.
     Ugal {
         hop_kind: Vec<u8>,
@@ -230,7 +326,11 @@ enum Scheme {
         link_src: Vec<u32>,
     },
     /// Minimal adaptive routing on a torus (VC 0 the escape channel).
-    AdaptiveTorus { k: Vec<u32>, wrap: Vec<bool>, link_src: Vec<u32> },
+    AdaptiveTorus {
+        k: Vec<u32>,
+        wrap: Vec<bool>,
+        link_src: Vec<u32>,
+    },
 }
 
 fn array<T: numpy::Element + Copy>(ob: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<T>> {
@@ -274,24 +374,67 @@ impl<'py> FromPyObject<'py> for Scheme {
     }
 }
 
-/// `topocoll.sim.wiring.PacketWiring`: each link's destination node and the
-/// routing scheme.
+/// `topocoll.sim.wiring.PacketWiring`: each link's destination node, the
+/// routing scheme, and the torus geometry of BG/L's endpoint: `(k, wrap,
+/// link_src)`.
 pub(crate) struct Wiring {
     link_dst: Vec<u32>,
     scheme: Scheme,
+    nic_torus: Option<(Vec<u32>, Vec<bool>, Vec<u32>)>,
 }
 
 impl<'py> FromPyObject<'py> for Wiring {
     fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let t = ob.getattr("nic_torus")?;
+        let nic_torus = if t.is_none() {
+            None
+        } else {
+            Some((
+                t.getattr("k")?.extract()?,
+                t.getattr("wrap")?.extract()?,
+                array(&t, "link_src")?,
+            ))
+        };
         Ok(Wiring {
             link_dst: array(ob, "link_dst")?,
             scheme: ob.getattr("scheme")?.extract()?,
+            nic_torus,
         })
     }
 }
 
 impl Packet {
+    /// The endpoint model; BG/L's reads each link's direction from the
+    /// wiring's torus geometry.
+    fn nic(&self, wiring: &Wiring) -> PyResult<Nic> {
+        match self.nic {
+            NicKind::Simple => Ok(Nic::Simple),
+            NicKind::Ib => Ok(Nic::Ib(IbHca {
+                qps: self.ib_qps,
+                arbiter: self.ib_arbiter,
+                seed: self.ib_seed,
+            })),
+            NicKind::Bgl => {
+                let (k, wrap, src) = wiring.nic_torus.as_ref().ok_or_else(|| {
+                    PyValueError::new_err(
+                        "PacketWiring: nic='bgl' without its nic_torus geometry, expected a torus",
+                    )
+                })?;
+                let geo = AdaptiveTorus::new(k, wrap, src, &wiring.link_dst)?;
+                Ok(Nic::Bgl(BglNic {
+                    fifos: self.bgl_fifos,
+                    fifo_packets: self.bgl_fifo_packets,
+                    burst: self.bgl_burst,
+                    placement: self.bgl_placement,
+                    cpu_links: self.bgl_cpu_links,
+                    link_dir: (0..src.len() as u32).map(|l| geo.dir(l)).collect(),
+                }))
+            }
+        }
+    }
+
     fn config(&self, wiring: Wiring) -> PyResult<(PacketConfig, Vec<u32>)> {
+        let nic = self.nic(&wiring)?;
         let link_dst = wiring.link_dst;
         let mut cfg = PacketConfig {
             packet_bytes: self.packet_bytes,
@@ -310,12 +453,7 @@ impl Packet {
             ugal: None,
             injection_fifos: self.injection_fifos,
             adaptive: None,
-            nic: self.nic,
-            ib: IbHca {
-                qps: self.ib_qps,
-                arbiter: self.ib_arbiter,
-                seed: self.ib_seed,
-            },
+            nic,
         };
         match wiring.scheme {
             Scheme::Plain => {}
@@ -356,7 +494,9 @@ pub(crate) fn run_config(
 ) -> PyResult<RunConfig> {
     let o = &config.options;
     if o.ports == 0 {
-        return Err(PyValueError::new_err("EngineOptions: ports=0, expected >= 1"));
+        return Err(PyValueError::new_err(
+            "EngineOptions: ports=0, expected >= 1",
+        ));
     }
     if platform.reduce_bandwidth.is_nan() || platform.reduce_bandwidth <= 0.0 {
         return Err(PyValueError::new_err(format!(

@@ -138,7 +138,9 @@ impl PyEngineConfig {
         wiring: Option<Wiring>,
         background: Option<PyReadonlyArray1<u32>>,
     ) -> PyResult<Self> {
-        let bg = background.map(|a| a.as_slice().map(|s| s.to_vec())).transpose()?;
+        let bg = background
+            .map(|a| a.as_slice().map(|s| s.to_vec()))
+            .transpose()?;
         Ok(PyEngineConfig {
             run: run_config(config, platform, wiring, bg)?,
         })
@@ -156,7 +158,10 @@ impl PyEngineConfig {
                 Detours::Random { .. } => "random",
                 Detours::Trace { .. } => "trace",
             },
-            self.run.background.as_ref().map_or(0, |b| b.endpoints.len()),
+            self.run
+                .background
+                .as_ref()
+                .map_or(0, |b| b.endpoints.len()),
             self.run.trace
         )
     }
@@ -307,7 +312,8 @@ impl ChunkSource for PyChunks {
                     return Ok(None);
                 };
                 let item = item?;
-                let (rank, kind, peer, tag, nbytes, dep_ptr, dep_idx): ChunkColumns = item.extract()?;
+                let (rank, kind, peer, tag, nbytes, dep_ptr, dep_idx): ChunkColumns =
+                    item.extract()?;
                 Ok(Some(Chunk {
                     rank: rank.as_slice()?.to_vec(),
                     kind: kind.as_slice()?.to_vec(),

@@ -282,8 +282,10 @@ pub fn run_streamed(
     cfg: &RunConfig,
 ) -> Result<Result<(Ran, StreamStats), String>, CoreError> {
     let go = |s: Setup<'_>| simulate_streamed(source, cfg.sync, s);
-    Ok(match run_on(n_ranks, router, links, order, cfg, cfg.trace, go)? {
-        (Streamed::Done(out, stats), f) => Ok((f.finish(out), stats)),
-        (Streamed::Late(why), _) => Err(why),
-    })
+    Ok(
+        match run_on(n_ranks, router, links, order, cfg, cfg.trace, go)? {
+            (Streamed::Done(out, stats), f) => Ok((f.finish(out), stats)),
+            (Streamed::Late(why), _) => Err(why),
+        },
+    )
 }

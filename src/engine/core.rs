@@ -902,7 +902,10 @@ impl<'a, S: OpStore> Core<'a, S> {
         out.link_bytes = self.eng.fabric.link_bytes().to_vec();
         out.os_stolen = self.eng.os.stolen;
         if self.eng.trace {
-            let (n, m) = (self.store.n_ops() as usize, self.store.n_messages() as usize);
+            let (n, m) = (
+                self.store.n_ops() as usize,
+                self.store.n_messages() as usize,
+            );
             out.op_start.resize(n, 0);
             out.op_end.resize(n, 0);
             out.msg_inject.resize(m, 0);

@@ -556,7 +556,6 @@ impl<'a> Window<'a> {
         }
         Ok(())
     }
-
 }
 
 impl OpStore for Window<'_> {
@@ -703,12 +702,12 @@ pub fn simulate_streamed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::core::{Costs, Small};
     use crate::engine::fabric::Links;
     use crate::engine::loggops::{LogGopsNic, Reservation};
     use crate::engine::noise::Detours;
-    use crate::engine::program::Program;
-    use crate::engine::core::{Costs, Small};
     use crate::engine::noise::OsNoise;
+    use crate::engine::program::Program;
     use crate::engine::run::{simulate, tests::Crossbar};
 
     /// The rounds of a whole program, one chunk each.
@@ -907,7 +906,7 @@ mod tests {
         };
         let e = simulate_streamed(&mut Rounds(&prog, 0), Sync::Rounds, setup)
             .unwrap_err()
-        .to_string();
+            .to_string();
         assert!(
             e.contains("channel 1→2 tag 99 has 1 sends but 0 receives"),
             "{e}"

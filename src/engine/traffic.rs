@@ -51,9 +51,9 @@
 //! the run with an error; the caller may name the cycle (the packet
 //! fabric's `stalled`).
 
+use super::core::Poll;
 use super::fabric::{ceil_ps, Fabric, Links, Message, Ps, PS_PER_S};
 use super::run::Routes;
-use super::core::Poll;
 use crate::error::CoreError;
 use crate::routing::graph::mix64;
 

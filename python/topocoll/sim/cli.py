@@ -85,11 +85,20 @@ _PACKET_FLAGS = (
      "NIC injection FIFO depth in packets, 0 = no limit"),
     ("--eject-handling", "eject_handling", finite_float(unit="s"),
      "receiving NIC's time per packet, s (0 = consumed at link rate)"),
-    ("--nic", "nic", str, "endpoint's send side: simple (messages in posting order, one after another) or ib "
-                          "(an InfiniBand HCA interleaving the packets of its queue pairs; bgl: another branch)"),
+    ("--nic", "nic", str, "the endpoint: simple (messages in posting order, one after another), ib (an InfiniBand "
+                          "HCA interleaving the packets of its queue pairs) or bgl (Blue Gene/L's injection FIFOs "
+                          "filled by a core, messages interleaved packet by packet; tori only)"),
     ("--ib-qps", "ib_qps", _packet_int("ib_qps"), "--nic ib: queue pairs the HCA serves at once"),
     ("--ib-arbiter", "ib_arbiter", str, "--nic ib: the HCA's pick of the next packet's QP, random or round-robin"),
     ("--ib-seed", "ib_seed", seed, "--nic ib: seed of the HCA arbiters (printed with the result)"),
+    ("--bgl-fifos", "bgl_fifos", _packet_int("bgl_fifos"), "BG/L injection FIFOs per node"),
+    ("--bgl-fifo-packets", "bgl_fifo_packets", _packet_int("bgl_fifo_packets"), "packets per BG/L injection FIFO"),
+    ("--bgl-burst", "bgl_burst", _packet_int("bgl_burst"),
+     "packets of one message the BG/L core writes before moving to the next"),
+    ("--bgl-placement", "bgl_placement", str,
+     "which BG/L FIFO a packet enters: direction (its first direction's) or any (the next with room)"),
+    ("--bgl-cpu-links", "bgl_cpu_links", finite_float(unit="links"),
+     "the BG/L core's copy rate in and out of the FIFOs, in links' bandwidth (0 = free)"),
 )
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
@@ -189,6 +198,10 @@ def check_model_options(args, *, model: str) -> None:
         for flag, dest, _, _ in _PACKET_FLAGS:
             if getattr(args, f"packet_{dest}", None) is not None:
                 raise SpecError(f"{flag} with the {model} model, expected {flag} only with --model packet")
+    if getattr(args, "packet_nic", None) != "bgl":
+        for flag, dest, _, _ in _PACKET_FLAGS:
+            if dest.startswith("bgl_") and getattr(args, f"packet_{dest}", None) is not None:
+                raise SpecError(f"{flag} without --nic bgl, expected {flag} only with --nic bgl")
     if getattr(args, "ports", None) is not None and model not in PORTS_MODELS:
         raise SpecError(f"--ports {args.ports} with the {model} model, expected --ports only with "
                         f"{' or '.join('--model ' + m for m in PORTS_MODELS)} (the {model} model has no NIC ports)")

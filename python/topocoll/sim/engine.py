@@ -637,7 +637,22 @@ class EngineConfig:
     def _packet(self, network: Network) -> PacketWiring:
         """The packet model's parameters in the engine's units, with the
         network's torus dimensions and datelines (deadlock-free dimension
-        order on rings, :func:`~topocoll.topology.torus.dimension_classes`)."""
+        order on rings, :func:`~topocoll.topology.torus.dimension_classes`);
+        with Blue Gene/L's endpoint, the torus geometry it places packets by."""
+        wiring = self._packet_routes(network)
+        pk, topo = self.options.packet, network.topology
+        if pk.nic != "bgl":
+            return wiring
+        if topo.family != "torus":
+            raise SpecError(f"PacketOptions: nic='bgl' on {topo.spec}, expected a torus or mesh (Blue Gene/L's "
+                            "endpoint places packets by torus direction)")
+        geometry = AdaptiveTorus(tuple(int(k) for k in topo.params["k"]),
+                                 tuple(bool(w) for w in topo.params["wrap"]),
+                                 np.ascontiguousarray(topo.src, dtype=np.uint32))
+        return replace(wiring, nic_torus=geometry)
+
+    def _packet_routes(self, network: Network) -> PacketWiring:
+        """The packet model's links and routing scheme."""
         pk, topo = self.options.packet, network.topology
         pk.check_state(topo.n_links)
         link_dst = np.ascontiguousarray(topo.dst, dtype=np.uint32)

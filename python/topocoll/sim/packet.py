@@ -46,8 +46,8 @@ paper describes, and says which:
   the packets of its active QPs interleave on the host link (each QP "a
   bi-directional message transport engine", Shanley, *InfiniBand Network
   Architecture*, 2002, ch. 3; IB arbitrates between VLs, the order among the
-  send queues of one VL is the implementation's). ``bgl`` (Blue Gene/L's
-  endpoint) is built on another branch and refused here;
+  send queues of one VL is the implementation's). ``bgl`` is Blue Gene/L's
+  torus endpoint (below);
 - ``ib_qps`` 4,096: QPs served at once per injection FIFO. No vendor
   publishes how many send queues a ConnectX HCA schedules concurrently; the
   model serves every QP that has work posted, up to this bound (every count
@@ -69,6 +69,35 @@ paper describes, and says which:
 The IB HCA's receive side is ``eject_handling`` (default 0 also with ``ib``):
 no vendor figure of a per-packet receive time was found for DDR-era HCAs, so
 packets are consumed at link rate.
+
+The BG/L endpoint, ``nic="bgl"`` (``--nic bgl``):
+``bgl``, Blue Gene/L's torus endpoint (``src/engine/packet/bgl.rs``;
+docs/simulator.md, "Endpoints"): a core copies the packets of every posted
+message, interleaved, into the node's injection FIFOs and drains its
+reception FIFOs. Its parameters:
+
+- ``bgl_fifos`` 6: BG/L's normal-priority injection FIFOs per node, two
+  groups of three (IBM's BG/L packet-layer SPI, ``BGL_TorusPktSPI.h``:
+  ``TS0_I0..I2``, ``TS1_I0..I2``, besides one high-priority FIFO per group
+  that application traffic does not use; Adiga et al., "Blue Gene/L torus
+  interconnection network", IBM J. Res. Dev. 49(2/3), 2005);
+- ``bgl_fifo_packets`` 4: a FIFO holds 32 chunks of 32 B (``BGL_TorusPktSPI.h``,
+  ``_BGL_TORUS_FIFO_CHUNKS``), 1 KiB, four full 256 B packets; the reception
+  FIFOs have the same 32 chunks, as the VC buffers (``buffer_packets`` 4 in
+  the BG/L runs), so the last VC buffer stands for it;
+- ``bgl_burst`` 1: packets of one message written before the core moves to
+  the next (all-to-all paper §3: the randomized all-to-all's tuning
+  parameter, "usually 1 or 2 full-sized 256-byte packets per destination");
+  0 = whole messages one after the other (no interleaving);
+- ``bgl_placement`` ``direction``: a message's packets enter the FIFO of
+  its dimension-order first direction (one FIFO per direction with 6 FIFOs
+  on a 3D torus; BlueMatter's BG/L all-to-all keeps one packet list per
+  link); ``any``: each packet into the next FIFO with a free slot (the SPI's
+  ``Send`` call);
+- ``bgl_cpu_links`` 4.0: the core copies packets in and out at four links'
+  bandwidth (§2: "the processor can only keep about four links busy" when
+  the data is not in L1, which holds for all-to-all above 64 B on a
+  midplane); 0 = copies take no time.
 """
 
 from __future__ import annotations
@@ -78,29 +107,37 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 
-__all__ = ["PacketOptions", "ALLOCATORS", "QUEUES", "NICS", "IB_ARBITERS", "MAX_PACKET_STATE"]
+__all__ = ["PacketOptions", "ALLOCATORS", "QUEUES", "NICS", "IB_ARBITERS", "BGL_PLACEMENTS", "MAX_PACKET_STATE"]
 
 ALLOCATORS = ("round-robin", "age")
 QUEUES = ("input", "voq")
-#: endpoint models (``bgl``: built on another branch, refused here)
+#: endpoint models
 NICS = ("simple", "ib", "bgl")
 IB_ARBITERS = ("random", "round-robin")
+BGL_PLACEMENTS = ("direction", "any")
 #: largest number of buffer slots (links × VCs × depth) a run may hold: 2^28,
 #: a few GiB of packet state at worst, within a 24 GiB machine
 MAX_PACKET_STATE = 1 << 28
 #: bounds: (lowest, highest) per integer option
 _BOUNDS = {"packet_bytes": (1, 1 << 16), "header_bytes": (0, 4096), "vcs": (1, 16),
            "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64),
-           "ib_qps": (1, 4096), "ib_seed": (0, (1 << 64) - 1)}
+           "ib_qps": (1, 4096), "ib_seed": (0, (1 << 64) - 1),
+           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (0, 1 << 20)}
 _UNITS = {"packet_bytes": "bytes of payload per packet", "header_bytes": "header bytes per packet",
           "vcs": "virtual channels per link", "buffer_packets": "packets per VC input buffer",
           "injection_packets": "packets per injection FIFO, 0 = no limit",
           "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link",
-          "ib_qps": "queue pairs the HCA serves at once", "ib_seed": "seed of the HCA arbiters"}
-#: the IB HCA's options and their defaults (refused with another ``nic``)
-_IB_DEFAULTS = {"ib_qps": 4096, "ib_arbiter": "random", "ib_seed": 0}
+          "ib_qps": "queue pairs the HCA serves at once", "ib_seed": "seed of the HCA arbiters",
+          "bgl_fifos": "BG/L injection FIFOs per node", "bgl_fifo_packets": "packets per BG/L injection FIFO",
+          "bgl_burst": "packets per message before the BG/L core moves to the next, 0 = the whole message"}
+#: each endpoint's own options and their defaults (refused with another ``nic``)
+_NIC_DEFAULTS = {"ib": {"ib_qps": 4096, "ib_arbiter": "random", "ib_seed": 0},
+                 "bgl": {"bgl_fifos": 6, "bgl_fifo_packets": 4, "bgl_burst": 1, "bgl_placement": "direction",
+                         "bgl_cpu_links": 4.0}}
 #: longest router delay, s
 MAX_ROUTER_DELAY = 1e-3
+#: fastest BG/L core, in links' bandwidth
+MAX_CPU_LINKS = 64.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +168,11 @@ class PacketOptions:
     ib_qps: int = 4096
     ib_arbiter: str = "random"
     ib_seed: int = 0
+    bgl_fifos: int = 6
+    bgl_fifo_packets: int = 4
+    bgl_burst: int = 1
+    bgl_placement: str = "direction"
+    bgl_cpu_links: float = 4.0
 
     def __post_init__(self):
         for name, (lo, hi) in _BOUNDS.items():
@@ -146,24 +188,43 @@ class PacketOptions:
             raise SpecError(f"PacketOptions: allocator={self.allocator!r}, expected one of {', '.join(ALLOCATORS)}")
         if self.queues not in QUEUES:
             raise SpecError(f"PacketOptions: queues={self.queues!r}, expected one of {', '.join(QUEUES)}")
+        self._check_nic()
+
+    def _check_nic(self) -> None:
         if self.nic not in NICS:
             raise SpecError(f"PacketOptions: nic={self.nic!r}, expected one of {', '.join(NICS)}")
-        if self.nic == "bgl":
-            raise SpecError("PacketOptions: nic='bgl' is not built in this branch, expected simple or ib")
         if self.ib_arbiter not in IB_ARBITERS:
             raise SpecError(f"PacketOptions: ib_arbiter={self.ib_arbiter!r}, expected one of "
                             f"{', '.join(IB_ARBITERS)}")
-        if self.nic != "ib":
-            changed = [f"{k}={getattr(self, k)!r}" for k, v in _IB_DEFAULTS.items() if getattr(self, k) != v]
-            if changed:
-                raise SpecError(f"PacketOptions: {', '.join(changed)} with nic={self.nic!r}, expected the ib_ "
-                                "options only with nic='ib'")
+        if self.bgl_placement not in BGL_PLACEMENTS:
+            raise SpecError(f"PacketOptions: bgl_placement={self.bgl_placement!r}, expected one of "
+                            f"{', '.join(BGL_PLACEMENTS)}")
+        c = self.bgl_cpu_links
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) \
+                or not 0 <= c <= MAX_CPU_LINKS:
+            raise SpecError(f"PacketOptions: bgl_cpu_links={c!r}, expected 0..{MAX_CPU_LINKS:g} links' bandwidth "
+                            "(0 = copies take no time)")
+        for nic, defaults in _NIC_DEFAULTS.items():
+            if self.nic != nic:
+                changed = [f"{k}={getattr(self, k)!r}" for k, v in defaults.items() if getattr(self, k) != v]
+                if changed:
+                    raise SpecError(f"PacketOptions: {', '.join(changed)} with nic={self.nic!r}, expected the "
+                                    f"{nic}_ options only with nic='{nic}'")
+        if self.nic == "bgl":
+            for name in ("injection_fifos", "injection_packets", "eject_handling"):
+                if getattr(self, name):
+                    raise SpecError(f"PacketOptions: {name}={getattr(self, name)!r} with nic='bgl', expected 0 "
+                                    "(the BG/L endpoint's FIFOs and core set them: bgl_fifos, bgl_fifo_packets, "
+                                    "bgl_cpu_links)")
 
     def describe_nic(self) -> str:
         """The endpoint model in words, with the seed of its random choices."""
-        if self.nic != "ib":
-            return f"nic {self.nic}"
-        return f"nic ib ({self.ib_arbiter} arbiter, seed {self.ib_seed}, up to {self.ib_qps} QPs)"
+        if self.nic == "ib":
+            return f"nic ib ({self.ib_arbiter} arbiter, seed {self.ib_seed}, up to {self.ib_qps} QPs)"
+        if self.nic == "bgl":
+            return (f"nic bgl ({self.bgl_fifos} FIFOs of {self.bgl_fifo_packets} packets, burst {self.bgl_burst}, "
+                    f"placement {self.bgl_placement}, core {self.bgl_cpu_links:g} links)")
+        return f"nic {self.nic}"
 
     def packets(self, nbytes: int) -> int:
         """Packets of an ``nbytes`` message (a 0-byte message is one header-only packet)."""

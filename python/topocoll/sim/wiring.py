@@ -16,6 +16,9 @@ UGAL without its dragonfly) cannot be built:
 - :class:`AdaptiveTorus`: minimal adaptive routing packet by packet on a
   torus or mesh (Blue Gene/L's, all-to-all paper §3.1), VC 0 the
   dimension-order escape channel.
+
+Beside the scheme, ``nic_torus`` gives Blue Gene/L's endpoint (``nic="bgl"``)
+the torus geometry it places packets into injection FIFOs by.
 """
 
 from __future__ import annotations
@@ -67,3 +70,6 @@ class PacketWiring:
     #: per link the node it enters
     link_dst: np.ndarray
     scheme: DimensionOrder | HopClasses | Ugal | AdaptiveTorus | None = None
+    #: the torus geometry Blue Gene/L's endpoint (``nic="bgl"``) places packets
+    #: by (each link's direction); None for every other endpoint
+    nic_torus: AdaptiveTorus | None = None

@@ -156,15 +156,46 @@ fn check_hop_classes(n: usize, cfg: &PacketConfig, any_dateline: bool) -> Result
     Ok(by_hop)
 }
 
-/// The endpoint model: one built here, an HCA serving at least one QP.
-fn check_nic(cfg: &PacketConfig) -> Result<(), CoreError> {
-    match cfg.nic {
-        Nic::Bgl => bad("nic=bgl is not built in this branch, expected simple or ib".into()),
-        Nic::Ib if cfg.ib.qps == 0 => {
-            bad("ib_qps=0, expected an HCA serving at least 1 queue pair".into())
+/// The endpoint model: an HCA serving at least one QP; Blue Gene/L's with
+/// positive counts, a copy rate, a direction per link for its placement,
+/// and none of the simple endpoint's options.
+fn check_nic(n: usize, cfg: &PacketConfig) -> Result<(), CoreError> {
+    let b = match &cfg.nic {
+        Nic::Ib(hca) if hca.qps == 0 => {
+            return bad("ib_qps=0, expected an HCA serving at least 1 queue pair".into())
         }
-        _ => Ok(()),
+        Nic::Bgl(b) => b,
+        _ => return Ok(()),
+    };
+    for (what, v) in [("fifos", b.fifos), ("fifo_packets", b.fifo_packets)] {
+        if v == 0 {
+            return bad(format!("bgl {what}=0, expected at least 1"));
+        }
     }
+    if !(b.cpu_links.is_finite() && b.cpu_links >= 0.0) {
+        return bad(format!(
+            "bgl cpu_links={}, expected a finite rate >= 0 links",
+            b.cpu_links
+        ));
+    }
+    if b.placement == Placement::Direction && b.link_dir.len() != n {
+        return bad(format!(
+            "bgl placement by direction with {} link directions, expected one per link ({n})",
+            b.link_dir.len()
+        ));
+    }
+    for (what, v) in [
+        ("injection_fifos", cfg.injection_fifos as u64),
+        ("injection_packets", cfg.injection_packets as u64),
+        ("eject_handling", cfg.eject_handling),
+    ] {
+        if v != 0 {
+            return bad(format!(
+                "{what}={v} with the BG/L endpoint, expected 0 (its FIFOs and core set them)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Buffer ids: `(buffers, injection FIFOs)`, input buffers first; every
@@ -229,10 +260,20 @@ fn link_table(links: &Links, link_dst: &[u32], cfg: &PacketConfig, full_wire: u6
 /// sorting when it becomes current), the ring covering twice the longest
 /// hop.
 fn event_queue_for(links: &[Link], cfg: &PacketConfig) -> EventQueue<Event> {
+    // BG/L: a core copies a full packet in ser / cpu_links (none: the
+    // simple endpoint, or copies that take no time).
+    let copy = match &cfg.nic {
+        Nic::Bgl(b) if b.cpu_links > 0.0 => links
+            .iter()
+            .map(|l| (l.ser_full as f64 / b.cpu_links) as Ps)
+            .min()
+            .unwrap_or(0),
+        _ => 0,
+    };
     let grain = links
         .iter()
         .flat_map(|l: &Link| [l.ser_full, l.latency])
-        .chain([cfg.router_delay, cfg.eject_handling])
+        .chain([cfg.router_delay, cfg.eject_handling, copy])
         .filter(|&d| d > 0)
         .min()
         .unwrap_or(1);
@@ -285,9 +326,16 @@ impl PacketFabric {
         check_adaptive(n, &cfg, any_dateline)?;
         check_bandwidths(&links)?;
         let by_hop = check_hop_classes(n, &cfg, any_dateline)?;
-        check_nic(&cfg)?;
+        check_nic(n, &cfg)?;
         let vcs = cfg.vcs as usize;
-        let fifos = cfg.injection_fifos as usize;
+        let bgl = match &cfg.nic {
+            Nic::Bgl(b) => Some(bgl::BglState::new(b.clone(), n_endpoints)),
+            _ => None,
+        };
+        let fifos = match &cfg.nic {
+            Nic::Bgl(b) => b.fifos as usize,
+            _ => cfg.injection_fifos as usize,
+        };
         let (n_q, n_fifo) = buffer_count(n, vcs, fifos, n_endpoints)?;
         let n_nodes = link_dst
             .iter()
@@ -309,6 +357,7 @@ impl PacketFabric {
             fifos,
             next_fifo: vec![0; if fifos > 0 { n_endpoints } else { 0 }],
             overflow: None,
+            bgl,
             links: link_state,
             buffers: buffer_table(&cfg, n, vcs, n_q),
             stamp: 0,
@@ -324,10 +373,9 @@ impl PacketFabric {
             dirty_work: Vec::new(),
             pend_head: vec![NONE; n_fifo],
             pend_tail: vec![NONE; n_fifo],
-            qps: if cfg.nic == Nic::Ib {
-                (0..n_fifo).map(|f| Qps::new(cfg.ib.seed, f)).collect()
-            } else {
-                Vec::new()
+            qps: match &cfg.nic {
+                Nic::Ib(hca) => (0..n_fifo).map(|f| Qps::new(hca.seed, f)).collect(),
+                _ => Vec::new(),
             },
             packets: Vec::new(),
             free_packets: Vec::new(),

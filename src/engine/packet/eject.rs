@@ -25,12 +25,17 @@ impl PacketFabric {
 
     /// Packet `p`'s tail arrived at its destination: consumed now, or
     /// queued behind the NIC's previous packet (`eject_handling`).
+    /// BG/L: its core drains the packet at its copy rate (`bgl`).
     pub(super) fn eject(&mut self, p: u32, t: Ps, arrived: &mut Vec<(Ps, u32)>) {
-        let h = self.cfg.eject_handling;
+        let l = self.packets[p as usize].port as usize;
+        let h = if self.bgl.is_some() {
+            self.bgl_drain_time(p as usize, l)
+        } else {
+            self.cfg.eject_handling
+        };
         if h == 0 {
             self.consume(p as usize, t, arrived);
         } else {
-            let l = self.packets[p as usize].port as usize;
             let node = self.links[l].dst as usize;
             let done = t.max(self.eject_free[node]) + h;
             self.eject_free[node] = done;

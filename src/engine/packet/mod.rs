@@ -101,6 +101,20 @@
 //! the network: incast through finite queues). A message arrives when its
 //! last packet is consumed.
 //!
+//! # Endpoints ([`Nic`])
+//! [`Nic::Simple`] is the injection and ejection above. [`Nic::Bgl`] is Blue
+//! Gene/L's (module `bgl`): per node `fifos` injection FIFOs of
+//! `fifo_packets` packets; a core copies packets into them one at a time at
+//! `cpu_links` links' bandwidth (an `Injected` event per packet; none when
+//! copies are free), taking `burst` packets of the first message of a list
+//! before moving it to the list's end, so the packets of every posted
+//! message interleave; a list per FIFO (the FIFO of the message's
+//! dimension-order first direction) or one per node (any FIFO with a free
+//! slot). A FIFO's head requests its link as any injected packet (adaptive:
+//! any productive link). At the destination the same core drains one packet
+//! at a time at `cpu_links`, the packet holding its reception slot (the last
+//! link's VC buffer) until drained, as with `eject_handling`.
+//!
 //! # Virtual channels
 //! Without torus information (`link_dim` empty, or no dateline) packet `i`
 //! (sequence number) uses VC `i mod vcs` on every link. With `dateline`
@@ -201,9 +215,12 @@
 //! - `vc`: the VC schemes (spread, datelines, dragonfly hop classes);
 //! - `routing`: routing hooks (torus adaptive, UGAL) and the route arena;
 //! - `eject`: consumption at the destination;
+//! - `bgl`: Blue Gene/L's endpoint (`Nic::Bgl`): injection FIFOs a core
+//!   fills packet by packet, messages interleaved, reception drained by it;
 //! - `deadlock`: naming the cycle of a stalled network.
 
 mod allocator;
+mod bgl;
 mod buffers;
 mod calendar;
 mod construct;
@@ -227,6 +244,8 @@ use calendar::EventQueue;
 use nic::Qps;
 pub use nic::{IbArbiter, IbHca, Nic};
 use ports::{Link, PortSet};
+
+pub use bgl::{BglNic, Placement};
 
 /// Switch allocation policy of every output link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -293,11 +312,11 @@ pub struct PacketConfig {
     /// any of its links (messages dealt round robin); 0 = one FIFO per
     /// output link, fed by the messages whose route starts there.
     pub injection_fifos: u32,
-    /// The endpoint's send side: which waiting message an injection FIFO
-    /// takes its next packet from (`nic` module doc).
+    /// The endpoint model (module `nic`): `Simple` the above; `Ib` an
+    /// InfiniBand HCA interleaving its QPs' packets; `Bgl` Blue Gene/L's own
+    /// FIFOs and core, which `injection_fifos`, `injection_packets` and
+    /// `eject_handling` must leave at 0.
     pub nic: Nic,
-    /// The HCA of [`Nic::Ib`] (ignored otherwise).
-    pub ib: IbHca,
 }
 
 const NONE: u32 = u32::MAX;
@@ -321,6 +340,10 @@ enum Event {
     Consumed(u32),
     /// A message to its own endpoint (empty route).
     SelfArrive(u32),
+    /// BG/L: this node's core looks for packets to copy (posted messages).
+    Pump(u32),
+    /// BG/L: the core finished copying this packet into its FIFO.
+    Injected(u32),
 }
 
 /// A packet (one cache line: everything a hop reads is here).
@@ -402,6 +425,8 @@ pub struct PacketFabric {
     next_fifo: Vec<u32>,
     /// A route needed more hop classes than configured (first such, as text).
     overflow: Option<String>,
+    /// Blue Gene/L's endpoint (`cfg.nic` is `Bgl`).
+    bgl: Option<bgl::BglState>,
 
     links: Vec<Link>,
     /// `link·vcs + vc` are the input buffers, `n_links·vcs + f` injection
@@ -501,6 +526,8 @@ impl PacketFabric {
                 arrived.push((t, id));
                 self.msgs_alive -= 1;
             }
+            Event::Pump(node) => self.bgl_pump(node as usize, t),
+            Event::Injected(p) => self.bgl_copied(p, t),
         }
     }
 

@@ -20,8 +20,8 @@
 //!   the active ones from a generator seeded per FIFO by (seed, FIFO), so no
 //!   two nodes are in step; `RoundRobin` rotates over the active QPs in
 //!   activation order from a seeded start.
-//! - [`Nic::Bgl`]: Blue Gene/L's endpoint, built on another branch; refused
-//!   here.
+//! - [`Nic::Bgl`]: Blue Gene/L's endpoint (module `bgl`: a core copies the
+//!   packets of every posted message, interleaved, into the node's FIFOs).
 //!
 //! Why the arbiter is seeded and per node: on a real cluster the HCAs'
 //! schedulers run on independent clocks and their progress depends on DMA
@@ -51,17 +51,30 @@
 use super::*;
 use crate::routing::graph::{hash3, mix64};
 
-/// The endpoint model of the packet network (module doc of `nic`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The endpoint model of the packet network (module doc of `nic`), with
+/// its parameters.
+#[derive(Clone, Debug, Default)]
 pub enum Nic {
     /// Messages of one injection FIFO in posting order, one after another.
     #[default]
     Simple,
     /// An InfiniBand HCA: packets of up to `IbHca::qps` messages
     /// interleaved by its send arbiter.
-    Ib,
-    /// Blue Gene/L's endpoint (not built in this branch).
-    Bgl,
+    Ib(IbHca),
+    /// Blue Gene/L's (module `bgl`): a core copies packets of all posted
+    /// messages, interleaved, into the node's injection FIFOs, and drains
+    /// its reception FIFOs, at its own rate.
+    Bgl(BglNic),
+}
+
+impl Nic {
+    /// The HCA's parameters ([`Nic::Ib`]), else the defaults (unused).
+    pub(super) fn ib(&self) -> IbHca {
+        match self {
+            Nic::Ib(hca) => *hca,
+            _ => IbHca::default(),
+        }
+    }
 }
 
 /// How the HCA picks the active QP of its next packet.
@@ -162,7 +175,8 @@ impl PacketFabric {
     pub(super) fn refill_ib(&mut self, l: usize, t: Ps) {
         let q = self.n_links * self.vcs + l;
         let cap = self.cfg.injection_packets.max(1);
-        let (limit, arbiter) = (self.cfg.ib.qps as usize, self.cfg.ib.arbiter);
+        let hca = self.cfg.nic.ib();
+        let (limit, arbiter) = (hca.qps as usize, hca.arbiter);
         while self.buffers[q].occ < cap {
             while self.qps[l].active.len() < limit && self.pend_head[l] != NONE {
                 let m = self.pend_head[l];
@@ -197,8 +211,7 @@ mod tests {
         PacketConfig {
             packet_bytes: 1000,
             header_bytes: 0,
-            nic: Nic::Ib,
-            ib: IbHca { qps, arbiter, seed },
+            nic: Nic::Ib(IbHca { qps, arbiter, seed }),
             ..config()
         }
     }
@@ -347,12 +360,11 @@ mod tests {
             };
             let mut a = net.fabric(base.clone());
             let mut b = net.fabric(PacketConfig {
-                nic: Nic::Ib,
-                ib: IbHca {
+                nic: Nic::Ib(IbHca {
                     qps: 1,
                     arbiter: IbArbiter::Random,
                     seed: 3,
-                },
+                }),
                 ..base
             });
             let out = drive(&mut a, &sends);
@@ -409,10 +421,6 @@ mod tests {
                 packet_bytes: 1000,
                 header_bytes: 0,
                 nic,
-                ib: IbHca {
-                    seed: 11,
-                    ..IbHca::default()
-                },
                 ..config()
             });
             let out = drive(&mut f, &sends);
@@ -427,13 +435,16 @@ mod tests {
             simple >= permutations && simple < permutations + 1_000_000,
             "{simple}"
         );
-        let ib = run(Nic::Ib);
+        let ib = run(Nic::Ib(IbHca {
+            seed: 11,
+            ..IbHca::default()
+        }));
         let ratio = ib as f64 / simple as f64;
         assert!(ratio > 1.3, "ib {ib} ps, simple {simple} ps: {ratio:.3}");
     }
 
     #[test]
-    fn bgl_and_an_hca_without_qps_are_refused_in_one_line() {
+    fn an_hca_without_qps_is_refused_in_one_line() {
         let net = fan_out();
         let err = |cfg: PacketConfig| {
             PacketFabric::new(
@@ -449,11 +460,6 @@ mod tests {
             .unwrap_err()
             .to_string()
         };
-        let e = err(PacketConfig {
-            nic: Nic::Bgl,
-            ..config()
-        });
-        assert!(e.contains("nic=bgl is not built in this branch"), "{e}");
         let e = err(ib(0, IbArbiter::Random, 0));
         assert!(e.contains("ib_qps=0, expected"), "{e}");
         assert!(!e.contains('\n'));

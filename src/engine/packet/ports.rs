@@ -84,7 +84,7 @@ impl PacketFabric {
 
     /// Fill injection FIFO `l` from the messages waiting there.
     pub(super) fn refill(&mut self, l: usize, t: Ps) {
-        if self.cfg.nic == Nic::Ib {
+        if matches!(self.cfg.nic, Nic::Ib(_)) {
             return self.refill_ib(l, t);
         }
         let q = self.n_links * self.vcs + l;
@@ -105,10 +105,18 @@ impl PacketFabric {
         }
     }
 
-    /// Packet `k` of message `m` into injection FIFO `l` (buffer `q`) at `t`.
+    /// Packet `k` of message `m` into injection FIFO `l` (buffer `q`) at `t`,
+    /// queued for its first link.
     #[inline]
     pub(super) fn make_packet(&mut self, l: usize, q: usize, m: usize, k: u64, t: Ps) {
-        let msg = &self.msgs[m];
+        let p = self.new_packet(m, k, q, l, t);
+        self.enqueue(p);
+    }
+
+    /// Packet `k` of message `m`, in injection FIFO `l` (buffer `q`) from
+    /// `t`: its slot taken, its VC chosen, not yet queued.
+    pub(super) fn new_packet(&mut self, m: usize, k: u64, q: usize, l: usize, t: Ps) -> u32 {
+        let msg = self.msgs[m];
         let payload = msg
             .bytes
             .saturating_sub(k * self.cfg.packet_bytes)
@@ -131,7 +139,6 @@ impl PacketFabric {
             dim: NOT_TORUS,
             class: 0,
         };
-        let first = msg.first as usize;
         self.seq += 1;
         // `seq mod per_class`, without a division per packet
         self.spread = if self.spread + 1 == self.per_class {
@@ -140,9 +147,9 @@ impl PacketFabric {
             self.spread + 1
         };
         let p = self.alloc_packet(pk);
-        self.choose_vc(p as usize, first);
+        self.choose_vc(p as usize, msg.first as usize);
         self.occ_change(q, t, true);
-        self.enqueue(p);
+        p
     }
 
     /// A packet's tail left buffer `Link::from` onto `link`: the link, the
@@ -166,9 +173,21 @@ impl PacketFabric {
         self.occ_change(q, t, false);
         if port < self.n_links {
             self.return_credit(q, port as u32, t);
+        } else if self.bgl.is_some() {
+            self.bgl_slot_freed((port - self.n_links) / self.fifos, t);
         } else {
             self.refill(port - self.n_links, t);
         }
+    }
+
+    /// Message `m` waits at the end of pending list `l`.
+    fn append_pending(&mut self, l: usize, m: u32) {
+        if self.pend_tail[l] == NONE {
+            self.pend_head[l] = m;
+        } else {
+            self.msgs[self.pend_tail[l] as usize].next = m;
+        }
+        self.pend_tail[l] = m;
     }
 
     /// Queue message `msg` (its route stored at `route`) at its injection
@@ -213,6 +232,11 @@ impl PacketFabric {
             self.msgs.push(record);
             (self.msgs.len() - 1) as u32
         };
+        if self.bgl.is_some() {
+            let list = self.bgl_list(msg.src, first);
+            self.append_pending(list, m);
+            return self.bgl_post(now, list);
+        }
         // The injection FIFO of its first link, or its endpoint's next FIFO.
         let l = if self.fifos == 0 {
             first as usize
@@ -222,12 +246,7 @@ impl PacketFabric {
             self.next_fifo[e] = (k + 1) % self.fifos as u32;
             e * self.fifos + k as usize
         };
-        if self.pend_tail[l] == NONE {
-            self.pend_head[l] = m;
-        } else {
-            self.msgs[self.pend_tail[l] as usize].next = m;
-        }
-        self.pend_tail[l] = m;
+        self.append_pending(l, m);
         let idle = self.dirty.is_empty();
         self.refill(l, now);
         if idle && !self.dirty.is_empty() {

@@ -64,7 +64,6 @@ pub(crate) fn config() -> PacketConfig {
         ugal: None,
         injection_fifos: 0,
         nic: Nic::Simple,
-        ib: IbHca::default(),
     }
 }
 
@@ -131,7 +130,10 @@ pub(super) fn assert_within_depth(f: &PacketFabric) {
     for (b, &m) in f.max_occupancy().iter().enumerate() {
         assert!(m <= d, "buffer {b} held {m} packets, depth {d}");
     }
-    let inj = f.config().injection_packets.max(1);
+    let inj = match &f.config().nic {
+        Nic::Bgl(b) => b.fifo_packets,
+        _ => f.config().injection_packets.max(1),
+    };
     for (l, &m) in f.max_injection_occupancy().iter().enumerate() {
         assert!(
             m <= inj,

@@ -61,7 +61,7 @@ def test_the_seed_changes_the_interleaving_and_one_qp_is_the_simple_nic():
 
 @pytest.mark.parametrize("kw, words", [
     (dict(nic="fast"), "nic='fast', expected one of simple, ib, bgl"),
-    (dict(nic="bgl"), "nic='bgl' is not built in this branch, expected simple or ib"),
+    (dict(nic="bgl", ib_qps=2), "ib_qps=2 with nic='bgl', expected the ib_ options only with nic='ib'"),
     (dict(nic="ib", ib_qps=0), "ib_qps=0, expected 1..4096 queue pairs the HCA serves at once"),
     (dict(nic="ib", ib_qps=4097), "ib_qps=4097, expected 1..4096"),
     (dict(nic="ib", ib_arbiter="fifo"), "ib_arbiter='fifo', expected one of random, round-robin"),
@@ -80,7 +80,7 @@ _ARGS = ["simulate", "reduce_scatter", "direct_send", "-P", "4", "--size", "64K"
 @pytest.mark.parametrize("argv, words", [
     (["--model", "flow", "--nic", "ib"], "--nic with the flow model, expected --nic only with --model packet"),
     (["--model", "packet", "--ib-qps", "3"], "ib_qps=3 with nic='simple', expected the ib_ options only with"),
-    (["--model", "packet", "--nic", "bgl"], "not built in this branch"),
+    (["--model", "packet", "--nic", "bgl"], "nic='bgl' on kary:2,2, expected a torus or mesh"),
 ])
 def test_cli_nic_flags_are_checked_in_one_line(argv, words, capsys):
     from topocoll.cli import main
@@ -94,6 +94,6 @@ def test_cli_prints_the_hca_and_its_seed(capsys):
     from topocoll.cli import main
 
     assert main(_ARGS + ["--model", "packet", "--nic", "ib", "--ib-seed", "7"]) == 0
-    assert "packet model, sync=deps, nic ib (random arbiter, seed 7, up to 4096 QPs)" in capsys.readouterr().out
+    assert "packet model, no preset, nic ib (random arbiter, seed 7, up to 4096 QPs), sync=deps" in capsys.readouterr().out
     assert main(_ARGS + ["--model", "packet", "--nic", "ib", "--ib-seed", "7", "--ib-qps", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["nic"] == {"model": "ib", "arbiter": "random", "seed": 7, "qps": 2}
