@@ -290,6 +290,7 @@ impl Packet {
             hop_classes: 0,
             ugal: None,
             injection_fifos: self.injection_fifos,
+            flit: None,
             adaptive: None,
         };
         match wiring.scheme {

@@ -205,6 +205,8 @@ mod calendar;
 mod construct;
 mod deadlock;
 mod eject;
+mod flits;
+mod islip;
 mod ports;
 mod routing;
 #[cfg(test)]
@@ -217,6 +219,9 @@ use super::fabric::{Fabric, Message, Ps};
 use super::ugal;
 use super::ugal::UgalDragonfly;
 use allocator::Req;
+pub use flits::{FlitConfig, Switching};
+use flits::FlitNet;
+pub use islip::AllocKind;
 use buffers::Buffer;
 use calendar::EventQueue;
 use ports::{Link, PortSet};
@@ -286,6 +291,9 @@ pub struct PacketConfig {
     /// any of its links (messages dealt round robin); 0 = one FIFO per
     /// output link, fed by the messages whose route starts there.
     pub injection_fifos: u32,
+    /// Flit-level routers (module doc, "Flit-level routers"); `None`: the
+    /// packet-granular model above.
+    pub flit: Option<FlitConfig>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -438,12 +446,22 @@ pub struct PacketFabric {
     spread: u8,
     packets_alive: u64,
     msgs_alive: u64,
+    /// `cfg.flit`: the flit routers that run instead.
+    flit: Option<Box<FlitNet>>,
 }
 
 impl PacketFabric {
     /// Packets started on a link so far (one per packet per link crossed).
     pub fn packet_hops(&self) -> u64 {
-        self.hops
+        match &self.flit {
+            Some(f) => f.packet_hops(),
+            None => self.hops,
+        }
+    }
+
+    /// The flit routers' cycle, ps (`None`: packet-granular model).
+    pub fn cycle_ps(&self) -> Option<Ps> {
+        self.flit.as_ref().map(|f| f.cycle_ps())
     }
 
     /// Picoseconds each link spent sending packets (utilisation = this / time).
@@ -458,12 +476,18 @@ impl PacketFabric {
 
     /// Packets in the network or in injection FIFOs.
     pub fn packets_in_flight(&self) -> u64 {
-        self.packets_alive
+        match &self.flit {
+            Some(f) => f.packets_in_flight(),
+            None => self.packets_alive,
+        }
     }
 
     /// Messages injected and not yet arrived.
     pub fn messages_in_flight(&self) -> u64 {
-        self.msgs_alive
+        match &self.flit {
+            Some(f) => f.messages_in_flight(),
+            None => self.msgs_alive,
+        }
     }
 
     /// Apply one event at `t`.
@@ -513,6 +537,9 @@ impl PacketFabric {
 
 impl Fabric for PacketFabric {
     fn inject(&mut self, now: Ps, msg: &Message) {
+        if let Some(f) = &mut self.flit {
+            return f.inject(now, msg);
+        }
         let now = now.max(self.clock);
         self.msgs_alive += 1;
         if msg.links.is_empty() {
@@ -524,10 +551,16 @@ impl Fabric for PacketFabric {
     }
 
     fn next_arrival(&mut self) -> Option<Ps> {
+        if let Some(f) = &self.flit {
+            return f.next_arrival();
+        }
         self.events.next()
     }
 
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
+        if let Some(f) = &mut self.flit {
+            return f.advance(now, arrived);
+        }
         let first = arrived.len();
         while let Some(t) = self.events.next() {
             if t > now {
@@ -541,7 +574,10 @@ impl Fabric for PacketFabric {
     }
 
     fn link_bytes(&self) -> &[f64] {
-        &self.link_bytes
+        match &self.flit {
+            Some(f) => f.link_bytes(),
+            None => &self.link_bytes,
+        }
     }
 }
 

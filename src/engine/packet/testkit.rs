@@ -63,6 +63,7 @@ pub(crate) fn config() -> PacketConfig {
         hop_classes: 0,
         ugal: None,
         injection_fifos: 0,
+        flit: None,
     }
 }
 
