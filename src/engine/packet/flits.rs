@@ -1017,3 +1017,189 @@ impl FlitNet {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::super::*;
+
+    /// Endpoints 0, 1, 2 on a line 0 → 1 → 2 (links 0, 1), every node a
+    /// router; 32 GB/s (a 32 B flit is one 1 ns cycle), 2 ns links.
+    fn line() -> Net {
+        let mut net = Net::new(3);
+        net.link(1, 32e9, 2_000);
+        net.link(2, 32e9, 2_000);
+        net
+    }
+
+    fn flit_cfg(vcs: u8, fc: FlitConfig) -> PacketConfig {
+        PacketConfig {
+            packet_bytes: 256,
+            header_bytes: 0,
+            vcs,
+            flit: Some(fc),
+            ..config()
+        }
+    }
+
+    #[test]
+    fn a_lone_packet_takes_the_pipeline_formula() {
+        // Per router: routing (1) then VC allocation (1) then switch
+        // allocation (1), the flit leaves after switch traversal (1): a head
+        // arriving at cycle a is at the next router at a + 3 + L (L = 2).
+        // NIC → router over the terminal channel (1 cycle), router → NIC (1).
+        // H = 2 links, 3 routers, P = 8 flits:
+        // T0 = 1 + 3·3 + 2·2 + 1 + (8 − 1) = 22 cycles = 22 ns.
+        let net = line();
+        let mut f = net.fabric(flit_cfg(2, FlitConfig::default()));
+        assert_eq!(f.cycle_ps(), Some(1_000));
+        let out = drive(&mut f, &[send(0, 0, 2, 256, &[0, 1])]);
+        assert_eq!(out, vec![(22_000, 0)]);
+        assert_eq!(f.packet_hops(), 2);
+        assert_eq!(f.link_bytes(), &[256.0, 256.0]);
+        // Stages of 2, 1, 2, 1 and terminal channels of 3: per router
+        // 2 + 1 + 2 + 1 − 1 = 5 → 3 + 3·5 + 2·2 + 3 + 7 = 32.
+        let slow = FlitConfig {
+            routing_delay: 2,
+            sa_delay: 2,
+            terminal_cycles: 3,
+            ..FlitConfig::default()
+        };
+        let mut f = net.fabric(flit_cfg(2, slow));
+        let out = drive(&mut f, &[send(5_000, 0, 2, 256, &[0, 1])]);
+        assert_eq!(out, vec![(5_000 + 32_000, 0)]);
+        // A packet injected between two cycles waits for the next one.
+        let mut f = net.fabric(flit_cfg(2, FlitConfig::default()));
+        let out = drive(&mut f, &[send(1, 0, 2, 256, &[0, 1])]);
+        assert_eq!(out, vec![(23_000, 0)]);
+    }
+
+    #[test]
+    fn one_packet_buffers_stream_back_to_back_under_flit_credits() {
+        // Buffers of one packet (8 flits). A slot's credit loop: the flit
+        // leaves at s, is downstream at s + 3, leaves there at once (body
+        // flits are switched the cycle they arrive) and its credit is back at
+        // s + 5 ≤ 8: the links never wait. With 2 VCs consecutive packets of
+        // a message take alternate VCs, so 10 packets (80 flits) stream: the
+        // last tail is 72 cycles after a lone packet's, 22 + 72 = 94 cycles.
+        let net = line();
+        let mut f = net.fabric(flit_cfg(2, FlitConfig::default()));
+        let out = drive(&mut f, &[send(0, 0, 2, 10 * 256, &[0, 1])]);
+        assert_eq!(out, vec![(94_000, 0)]);
+        assert!(f.max_occupancy().iter().all(|&m| m <= 8));
+        // Cut-through with one VC: a VC is granted only when all 8 of its
+        // credits are back, so a packet waits for the previous one to
+        // drain the next buffer: the rate falls below one flit per cycle.
+        let vct = FlitConfig {
+            switching: Switching::CutThrough,
+            ..FlitConfig::default()
+        };
+        let mut f = net.fabric(flit_cfg(1, vct));
+        let out = drive(&mut f, &[send(0, 0, 2, 10 * 256, &[0, 1])]);
+        assert!(out[0].0 > 94_000 + 9 * 2_000, "{out:?}");
+    }
+
+    #[test]
+    fn wormhole_holds_a_vc_from_head_to_tail_across_routers() {
+        // Endpoints 0 and 1 send 8 flits each to endpoint 2 through router
+        // 3 (links 0: 0→3, 1: 1→3, 2: 3→2), buffers of 2 flits: a packet
+        // spans several routers. With one VC the output VC of link 2 is
+        // held by one packet until its tail leaves router 3: the other's
+        // head waits, so the two tails arrive at least 8 cycles apart (one
+        // flit per cycle on link 2) and the second is later than a lone
+        // packet by at least the first's 8 flits.
+        let mut net = Net::new(3);
+        net.link(3, 32e9, 2_000);
+        net.link(3, 32e9, 2_000);
+        net.link(2, 32e9, 2_000);
+        let small = FlitConfig {
+            buffer_flits: 2,
+            ..FlitConfig::default()
+        };
+        let sends = |both: bool| {
+            let mut s = vec![send(0, 0, 2, 256, &[0, 2])];
+            if both {
+                s.push(Send {
+                    src: 1,
+                    ..send(0, 1, 2, 256, &[1, 2])
+                });
+            }
+            s
+        };
+        let mut f = net.fabric(flit_cfg(1, small.clone()));
+        let lone = drive(&mut f, &sends(false))[0].0;
+        let mut f = net.fabric(flit_cfg(1, small.clone()));
+        let out = drive(&mut f, &sends(true));
+        assert_eq!(out.len(), 2);
+        assert!(out[1].0 - out[0].0 >= 8_000, "{out:?}");
+        assert!(out[1].0 >= lone + 8_000, "{out:?} lone {lone}");
+        assert!(f.max_occupancy().iter().all(|&m| m <= 2));
+        // Two VCs: both packets hold a VC of link 2 at once and their flits
+        // interleave, so the first tail arrives later than alone but the
+        // pair finishes no later than with one VC.
+        let mut f = net.fabric(flit_cfg(2, small));
+        let two = drive(&mut f, &sends(true));
+        assert!(two[1].0 <= out[1].0, "{two:?} vs {out:?}");
+    }
+
+    #[test]
+    fn a_torus_with_datelines_carries_uniform_traffic_in_flits() {
+        // 4×4 torus, dimension order, 2 VCs (one per dateline class), buffers
+        // of one 8-flit packet: every message arrives, every link carried
+        // the bytes routed over it, no buffer held more than its depth.
+        let (t, net, dims, date) = torus_net(&[4, 4]);
+        let sends = uniform_torus_sends(&t, 16, 20, 3 * 256, 3);
+        let mut f = net.fabric(PacketConfig {
+            link_dim: dims,
+            dateline: date,
+            ..flit_cfg(2, FlitConfig::default())
+        });
+        let out = drive(&mut f, &sends);
+        assert_eq!(out.len(), sends.len(), "{:?}", f.stalled());
+        let mut expect = vec![0.0; net.bw.len()];
+        for s in &sends {
+            for &l in &s.route {
+                expect[l as usize] += (3 * 256) as f64;
+            }
+        }
+        assert_eq!(f.link_bytes(), &expect[..]);
+        assert!(f.max_occupancy().iter().all(|&m| m <= 8));
+        assert_eq!(f.packets_in_flight(), 0);
+    }
+
+    #[test]
+    fn bad_flit_configurations_are_refused_in_one_line() {
+        let net = line();
+        let make = |fc: FlitConfig, vcs: u8| {
+            PacketFabric::new(
+                Links {
+                    bandwidth: net.bw.clone(),
+                    latency: net.lat.clone(),
+                },
+                net.dst.clone(),
+                3,
+                flit_cfg(vcs, fc),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let e = make(
+            FlitConfig {
+                switching: Switching::CutThrough,
+                buffer_flits: 4,
+                ..FlitConfig::default()
+            },
+            1,
+        );
+        assert!(e.contains("buffer_flits=4 with cut-through"), "{e}");
+        let e = make(
+            FlitConfig {
+                va_delay: 0,
+                ..FlitConfig::default()
+            },
+            1,
+        );
+        assert!(e.contains("va_delay=0"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}
