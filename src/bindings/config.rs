@@ -26,7 +26,7 @@ use crate::engine::fabric::{Ps, PS_PER_S};
 use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
-use crate::engine::packet::{Allocator, PacketConfig, Queues};
+use crate::engine::packet::{AllocKind, Allocator, FlitConfig, PacketConfig, Queues, Switching};
 use crate::engine::ugal::UgalDragonfly;
 
 /// Seconds to ps as Python's `int(round(s * 1e12))` (ties to even), 0 for
@@ -75,6 +75,9 @@ from_name!(Small, "small_sends", [("eager", Small::Eager), ("detached", Small::D
 from_name!(Sharing, "sharing", [("maxmin", Sharing::MaxMin), ("cm02", Sharing::Cm02)]);
 from_name!(Allocator, "allocator", [("round-robin", Allocator::RoundRobin), ("age", Allocator::Age)]);
 from_name!(Queues, "queues", [("input", Queues::InputQueued), ("voq", Queues::VirtualOutput)]);
+from_name!(Switching, "switching", [("wormhole", Switching::Wormhole), ("cut-through", Switching::CutThrough)]);
+from_name!(AllocKind, "flit allocator", [("islip", AllocKind::Islip), ("input-first", AllocKind::InputFirst),
+    ("output-first", AllocKind::OutputFirst)]);
 
 /// `topocoll.sim.engine.EngineOptions`.
 #[derive(FromPyObject)]
@@ -110,6 +113,17 @@ struct Packet {
     injection_packets: u32,
     injection_fifos: u32,
     eject_handling: f64,
+    flit_bytes: u64,
+    buffer_flits: u32,
+    switching: Switching,
+    pipeline: (u32, u32, u32, u32),
+    vc_allocator: AllocKind,
+    sw_allocator: AllocKind,
+    alloc_iters: u8,
+    speculative: bool,
+    wait_tail_credit: bool,
+    credit_delay: u32,
+    terminal_cycles: u32,
 }
 
 /// `topocoll.sim.model.Platform` (what the engine reads of it).
@@ -290,7 +304,28 @@ impl Packet {
             hop_classes: 0,
             ugal: None,
             injection_fifos: self.injection_fifos,
-            flit: None,
+            flit: (self.flit_bytes > 0).then(|| FlitConfig {
+                flit_bytes: self.flit_bytes,
+                // 0: the packet buffers' depth, in flits
+                buffer_flits: if self.buffer_flits > 0 {
+                    self.buffer_flits
+                } else {
+                    let per = (self.packet_bytes + self.header_bytes).div_ceil(self.flit_bytes);
+                    (self.buffer_packets as u64 * per).min(u32::MAX as u64) as u32
+                },
+                switching: self.switching,
+                routing_delay: self.pipeline.0,
+                va_delay: self.pipeline.1,
+                sa_delay: self.pipeline.2,
+                st_delay: self.pipeline.3,
+                vc_allocator: self.vc_allocator,
+                sw_allocator: self.sw_allocator,
+                alloc_iters: self.alloc_iters,
+                speculative: self.speculative,
+                wait_tail_credit: self.wait_tail_credit,
+                credit_delay: self.credit_delay,
+                terminal_cycles: self.terminal_cycles,
+            }),
             adaptive: None,
         };
         match wiring.scheme {
