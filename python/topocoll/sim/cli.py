@@ -423,10 +423,10 @@ def _traffic_run(args) -> int:
     print(f"synthetic traffic {args.algorithm} on {args.topology}, {model}, seed {args.seed}{ties}, "
           f"slot {rows[0].slot * 1e6:.4g} µs (one packet on one injection link); rates in packets/endpoint/slot"
           f"{limit}")
-    table = [("offered", "accepted", "mean latency", "p99 latency", "measured", "saturated")]
+    table = [("offered", "accepted", "mean latency", "p99 latency", "measured", "saturated by", "saturated")]
     table += [(f"{r.offered:g}", f"{r.accepted:.4f}", f"{r.mean_latency * 1e6:.3f} µs",
-               f"{r.p99_latency * 1e6:.3f} µs", str(r.measured),
-               f"yes ({r.saturated_by})" if r.saturated else "no") for r in rows]
+               f"{r.p99_latency * 1e6:.3f} µs", str(r.measured), r.saturated_by,
+               "yes" if r.saturated else "no") for r in rows]
     print(_table(table))
     for r in rows:
         if r.drain_error:
