@@ -130,17 +130,87 @@
 //! such routes); a message to its own endpoint (empty route) arrives at once.
 //! Arrivals of one `advance` come in `(time, id)` order.
 //!
+//! # Flit-level routers (`flit: Some(FlitConfig)`, issue 27)
+//! With `flit` set, everything above about buffers, timing and allocation
+//! is replaced by BookSim 2's input-queued router (`iq_router.cpp`; Dally &
+//! Towles 2004 ch. 16–19), cycle by cycle (`flits.rs`, allocators in
+//! `islip.rs`); packets, messages, routes, datelines and the [`Fabric`]
+//! contract stay. A *cycle* is one flit (`flit_bytes`) on the fastest link;
+//! a link of latency λ takes `⌈λ / cycle⌉` (≥ 1) cycles, a slower link
+//! `⌈flit time / cycle⌉` cycles per flit. A packet of `w` wire bytes is
+//! `P = ⌈w / flit_bytes⌉` flits, head first, tail last.
+//! - Every node is a router. Its inputs: the links entering it and, for an
+//!   endpoint, an injection port fed by its NIC over a terminal channel of
+//!   `terminal_cycles`; its outputs: the links leaving it and, for an
+//!   endpoint, an ejection port (terminal channel back to the NIC, which
+//!   always accepts). Each input port has `vcs` VC buffers of
+//!   `buffer_flits` flits.
+//! - Credits count flits: the sender of a link holds one per free flit slot
+//!   of each downstream VC, spends one per flit sent and gets it back
+//!   (link latency + `credit_delay`) after that flit left the downstream
+//!   buffer, flit by flit — so a buffer of one packet streams back to back
+//!   once it covers the credit loop.
+//! - Pipeline per router (cycles `routing_delay`, `va_delay`, `sa_delay`,
+//!   `st_delay`; BookSim's defaults 1, 1, 1, 1): a head that arrives at cycle
+//!   `a` into an idle VC may request an output VC from `a + routing_delay`;
+//!   granted at `v`, it may request the switch from `v + va_delay` (with
+//!   `speculative`: at `v`, after the non-speculative requests); granted the
+//!   switch at `s`, the flit leaves at `s + sa_delay − 1 + st_delay` and is at
+//!   the next router a link latency later. A body flit may request the
+//!   switch the cycle it arrives (its VC already holds an output VC), one
+//!   flit per VC per cycle. A head behind a tail in the same buffer routes
+//!   from the cycle after the tail left.
+//! - VC allocation: a head requests every free VC of its next output that
+//!   its class allows (datelines: class `c` uses VCs `c + 2j`, as above; an
+//!   ejection port any VC). `Wormhole`: a free VC (held from head to tail,
+//!   across as many routers as the packet spans); `CutThrough`: a free VC
+//!   with credits for all `P` flits. A VC is free again when its tail is
+//!   sent or, `wait_tail_credit`, when the tail's credit is back.
+//! - Switch allocation: per (input port, output port) one VC, the first from
+//!   the input's round-robin offset (BookSim's `_sw_rr_offset`); then the
+//!   allocator over ports. Allocators (`AllocKind`): separable input-first,
+//!   separable output-first, or iSLIP (McKeown 1999), `alloc_iters`
+//!   iterations; the VC allocator is the same kinds over (input VC, output
+//!   VC). One flit per input port and per output port per cycle.
+//! - NIC: messages in injection order; a packet's head takes a free VC of
+//!   the injection port (round robin), then one flit per cycle while it has
+//!   credits. A message injected at `t` ps is sendable from cycle
+//!   `⌈t / cycle⌉`; it arrives when its last tail reaches the NIC.
+//!
+//! Zero-load latency of a lone packet over `H` links (all latencies `L`
+//! cycles, terminal channels `T`): `T + (H + 1)·(routing_delay + va_delay +
+//! sa_delay + st_delay − 1) + H·L + T + (P − 1)` cycles; with BookSim's
+//! defaults, `L = 2`, `T = 1`, `P = 8`: `3(H + 1) + 2H + 9` (tests:
+//! `flits.rs`, `sim/tests/test_traffic.py`). Not modelled with flits:
+//! adaptive routing, dragonfly hop classes, `voq`, the age allocator,
+//! `eject_handling`, `injection_fifos` (refused in one line). Cost: every
+//! active VC is visited every cycle and every flit is a wheel event (about
+//! 0.3 µs of CPU per flit-hop on the 8×8 torus near saturation), so the
+//! flit routers are for router questions, not for long collectives.
+//!
 //! # Compared with BookSim, htsim and SST/Merlin
 //! - BookSim (Jiang et al., "A detailed and flexible cycle-accurate
 //!   network-on-chip simulator", ISPASS 2013; Dally & Towles 2004) is cycle driven
 //!   and flit level, with a router pipeline (route, VC allocation, switch
 //!   allocation, crossbar), separable allocators (round-robin, iSLIP, age)
-//!   and credits per VC. Alike: per-VC input buffers with credits, output
-//!   arbitration round-robin or by age, input speedup 1, infinite source
-//!   queues. Different: time is continuous (integer ps) and the unit is the
-//!   whole packet (virtual cut-through; no wormhole); the VC is fixed by the
-//!   routing function rather than allocated; the pipeline is one
-//!   `router_delay`; no iSLIP iterations (one greedy maximal pass per instant).
+//!   and credits per VC. The flit routers above follow its `iq_router`
+//!   stage by stage (read from its source: `_InputQueuing`,
+//!   `_VCAllocEvaluate/Update`, `_SWAllocEvaluate/Update`, `_SwitchUpdate`;
+//!   defaults of `booksim_config.cpp`); differences: the speculative switch
+//!   allocation takes the ports the non-speculative pass left (BookSim runs
+//!   a second allocator and discards conflicting grants), no input/output
+//!   speedup, no `hold_switch_for_packet`, a link's credit channel has the
+//!   link's latency. The packet-granular model (no `flit`): time is
+//!   continuous (integer ps) and the unit is the whole packet (virtual
+//!   cut-through); the VC is fixed by the routing function rather than
+//!   allocated; the pipeline is one `router_delay`; one greedy maximal
+//!   pass per instant. Against BookSim's numbers (issue 27: 8-flit packets,
+//!   1 ns cycles, 2-cycle channels) it carries about half of BookSim's
+//!   saturation throughput with one-packet buffers (a whole-packet credit
+//!   makes the next packet wait for the previous one to leave) and 6–25 %
+//!   more with four-packet buffers (no VC-allocation stage, whole-packet
+//!   switching), and its zero-load latency lacks the source and destination
+//!   pipelines and terminal channels (0.75–0.80 of BookSim's).
 //! - htsim (Raiciu, Handley et al.; the simulator of the MPTCP and NDP
 //!   papers) is event driven and packet level like this model, but its
 //!   switches are output queued and forward whole packets (store and
@@ -197,7 +267,9 @@
 //! - `vc`: the VC schemes (spread, datelines, dragonfly hop classes);
 //! - `routing`: routing hooks (torus adaptive, UGAL) and the route arena;
 //! - `eject`: consumption at the destination;
-//! - `deadlock`: naming the cycle of a stalled network.
+//! - `deadlock`: naming the cycle of a stalled network;
+//! - `flits`: the flit-level routers (section above);
+//! - `islip`: their allocators (separable input-/output-first, iSLIP).
 
 mod allocator;
 mod buffers;
