@@ -96,6 +96,9 @@ class TrafficResult:
     p99_latency_ps: float
     max_buffer_packets: int
     saturated: bool
+    saturated_by: str
+    cycle_ps: int
+    latency_threshold_ps: int
     slot_ps: int
     drain_slots: int
     drain_error: str | None
@@ -103,7 +106,8 @@ class TrafficResult:
 def traffic_run(router: RoutingEngine, bandwidth: F64, latency_ps: U64, config: EngineConfig, pattern: Pattern,
                 load: float, *, hot_fraction: float = 0.0, hot_node: int = 0, dims: list[int] | None = None,
                 warmup_slots: int = 1000, measure_slots: int = 10000, drain_slots: int = 11000,
-                seed: int = 0) -> TrafficResult: ...
+                seed: int = 0, latency_thres: float = 0.0,
+                alt_router: RoutingEngine | None = None) -> TrafficResult: ...
 
 # --- routing (src/bindings/routing.rs) ---
 

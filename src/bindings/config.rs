@@ -27,7 +27,8 @@ use crate::engine::flow::Sharing;
 use crate::engine::loggops::LogGopsNic;
 use crate::engine::noise::Detours;
 use crate::engine::packet::{
-    Allocator, BglNic, IbArbiter, IbHca, Nic, PacketConfig, Placement, Queues,
+    AllocKind, Allocator, BglNic, FlitConfig, IbArbiter, IbHca, Nic, PacketConfig, Placement,
+    Queues, Switching,
 };
 use crate::engine::ugal::UgalDragonfly;
 
@@ -171,6 +172,23 @@ enum NicKind {
     Ib,
     Bgl,
 }
+from_name!(
+    Switching,
+    "switching",
+    [
+        ("wormhole", Switching::Wormhole),
+        ("cut-through", Switching::CutThrough)
+    ]
+);
+from_name!(
+    AllocKind,
+    "flit allocator",
+    [
+        ("islip", AllocKind::Islip),
+        ("input-first", AllocKind::InputFirst),
+        ("output-first", AllocKind::OutputFirst)
+    ]
+);
 
 /// `topocoll.sim.engine.EngineOptions`.
 #[derive(FromPyObject)]
@@ -217,6 +235,17 @@ struct Packet {
     bgl_burst: u32,
     bgl_placement: Placement,
     bgl_cpu_links: f64,
+    flit_bytes: u64,
+    buffer_flits: u32,
+    switching: Switching,
+    pipeline: (u32, u32, u32, u32),
+    vc_allocator: AllocKind,
+    sw_allocator: AllocKind,
+    alloc_iters: u8,
+    speculative: bool,
+    wait_tail_credit: bool,
+    credit_delay: u32,
+    terminal_cycles: u32,
 }
 
 /// `topocoll.sim.model.Platform` (what the engine reads of it).
@@ -452,6 +481,28 @@ impl Packet {
             hop_classes: 0,
             ugal: None,
             injection_fifos: self.injection_fifos,
+            flit: (self.flit_bytes > 0).then(|| FlitConfig {
+                flit_bytes: self.flit_bytes,
+                // 0: the packet buffers' depth, in flits
+                buffer_flits: if self.buffer_flits > 0 {
+                    self.buffer_flits
+                } else {
+                    let per = (self.packet_bytes + self.header_bytes).div_ceil(self.flit_bytes);
+                    (self.buffer_packets as u64 * per).min(u32::MAX as u64) as u32
+                },
+                switching: self.switching,
+                routing_delay: self.pipeline.0,
+                va_delay: self.pipeline.1,
+                sa_delay: self.pipeline.2,
+                st_delay: self.pipeline.3,
+                vc_allocator: self.vc_allocator,
+                sw_allocator: self.sw_allocator,
+                alloc_iters: self.alloc_iters,
+                speculative: self.speculative,
+                wait_tail_credit: self.wait_tail_credit,
+                credit_delay: self.credit_delay,
+                terminal_cycles: self.terminal_cycles,
+            }),
             adaptive: None,
             nic,
         };

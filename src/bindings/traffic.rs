@@ -12,7 +12,7 @@ use super::engine::PyEngineConfig;
 use super::routing::PyRouter;
 use crate::engine::fabric::{Links, Ps};
 use crate::engine::packet::PacketFabric;
-use crate::engine::traffic::{injection_slot, run_traffic, Pattern, TrafficConfig};
+use crate::engine::traffic::{injection_slot, run_traffic_ties, Pattern, TrafficConfig};
 use crate::engine::RouterRoutes;
 use crate::error::CoreError;
 
@@ -40,6 +40,8 @@ pub struct PyTrafficResult {
     mean_latency_ps: f64,
     p99_latency_ps: Ps,
     saturated: bool,
+    /// Which tests fired: `backlog`, `latency`, `drain` joined by `+`.
+    saturated_by: String,
     backlog: u64,
     drain_slots: u64,
     /// One line when the drain bound was hit, else "".
@@ -47,15 +49,23 @@ pub struct PyTrafficResult {
     packets_created: u64,
     packet_hops: u64,
     max_buffer_packets: u32,
+    /// The flit routers' cycle, ps (0: packet-granular model).
+    cycle_ps: Ps,
+    /// The latency threshold in force, ps (0: none).
+    latency_threshold_ps: Ps,
 }
 
 /// Synthetic traffic of `pattern` at `load` through the packet model on
 /// `router`'s network (bandwidths B/s, latencies ps); `config` is the run's
 /// typed `EngineConfig` of the packet model (its packets, VCs, buffers,
-/// routers, link destinations and datelines).
+/// routers, link destinations and datelines). `latency_thres`: a mean
+/// latency above this many cycles (flit routers) or slots says saturated
+/// (0: no such test); `alt_router`: the same routing with the other tie,
+/// taken by a seeded coin per packet (`--tie random`).
 #[pyfunction]
 #[pyo3(signature = (router, bandwidth, latency_ps, config, pattern, load, *, hot_fraction=0.0,
-    hot_node=0, dims=None, warmup_slots=1000, measure_slots=10000, drain_slots=11000, seed=0))]
+    hot_node=0, dims=None, warmup_slots=1000, measure_slots=10000, drain_slots=11000, seed=0,
+    latency_thres=0.0, alt_router=None))]
 #[allow(clippy::too_many_arguments)]
 fn traffic_run(
     py: Python<'_>,
@@ -72,6 +82,8 @@ fn traffic_run(
     measure_slots: u64,
     drain_slots: u64,
     seed: u64,
+    latency_thres: f64,
+    alt_router: Option<&PyRouter>,
 ) -> PyResult<PyTrafficResult> {
     let links = Links {
         bandwidth: bandwidth.as_slice()?.to_vec(),
@@ -124,10 +136,19 @@ fn traffic_run(
             measure_slots,
             drain_slots,
             seed,
+            latency_threshold: 0,
         };
         let mut f = PacketFabric::new(links, link_dst, n_ep, cfg)?;
+        // cycles of the flit routers, else slots
+        let unit = f.cycle_ps().unwrap_or(slot);
+        let mut traffic = traffic;
+        traffic.latency_threshold = (latency_thres.max(0.0) * unit as f64).round() as Ps;
         let mut routes = RouterRoutes::new(r);
-        let out = match run_traffic(&mut f, &mut routes, &traffic) {
+        let mut alt = alt_router.map(|a| RouterRoutes::new(&a.inner));
+        let alt_dyn = alt
+            .as_mut()
+            .map(|a| a as &mut dyn crate::engine::run::Routes);
+        let out = match run_traffic_ties(&mut f, &mut routes, alt_dyn, &traffic) {
             // a network that stops while packets wait: name its cycle of buffers
             Err(e) => return Err(f.stalled().map_or(e, CoreError::InvalidArgument)),
             Ok(out) => out,
@@ -145,12 +166,15 @@ fn traffic_run(
             mean_latency_ps: out.mean_latency,
             p99_latency_ps: out.p99_latency,
             saturated: out.saturated,
+            saturated_by: out.saturated_by,
             backlog: out.backlog,
             drain_slots: out.drain_slots,
             drain_error: out.drain_error,
             packets_created: out.packets_created,
             packet_hops: f.packet_hops(),
             max_buffer_packets: f.max_occupancy().iter().copied().max().unwrap_or(0),
+            cycle_ps: f.cycle_ps().unwrap_or(0),
+            latency_threshold_ps: traffic.latency_threshold,
         })
     };
     Ok(py.allow_threads(run)?)

@@ -94,6 +94,9 @@ pub struct TrafficConfig {
     pub measure_slots: u64,
     pub drain_slots: u64,
     pub seed: u64,
+    /// Mean latency (ps) of the measured packets above which the run counts
+    /// as saturated (BookSim's `latency_thres`); 0: no such test.
+    pub latency_threshold: Ps,
 }
 
 /// What a run measured (times in ps, rates in packets per endpoint per slot).
@@ -113,6 +116,9 @@ pub struct TrafficOutcome {
     pub mean_latency: f64,
     pub p99_latency: Ps,
     pub saturated: bool,
+    /// Which tests said saturated: `backlog`, `latency`, `drain`, joined by
+    /// `+` (empty: none).
+    pub saturated_by: String,
     /// Packets created before the window's end and not arrived by it.
     pub backlog: u64,
     /// Slots run after the window.
@@ -322,7 +328,23 @@ pub fn run_traffic(
     routes: &mut dyn Routes,
     cfg: &TrafficConfig,
 ) -> Result<TrafficOutcome, CoreError> {
+    run_traffic_ties(fabric, routes, None, cfg)
+}
+
+/// [`run_traffic`] where each packet takes its route from `routes` or, on a
+/// fair coin of `(seed, packet id)`, from `alt` (the same routing with the
+/// other tie rule: `--tie random`, a tie broken per packet).
+///
+/// # Errors
+/// As [`run_traffic`].
+pub fn run_traffic_ties(
+    fabric: &mut dyn Fabric,
+    routes: &mut dyn Routes,
+    mut alt: Option<&mut dyn Routes>,
+    cfg: &TrafficConfig,
+) -> Result<TrafficOutcome, CoreError> {
     cfg.validate()?;
+    let tie_key = mix64(cfg.seed ^ 0x7469_6573_0000_0001);
     let dest = Destinations::new(cfg)?;
     let n = cfg.n_endpoints;
     let t_slot = cfg.slot;
@@ -384,7 +406,12 @@ pub fn run_traffic(
             birth.push(slot as u32);
             links.clear();
             weights.clear();
-            routes.route(e, d, &mut links, &mut weights)?;
+            match alt.as_deref_mut() {
+                Some(a) if mix64(tie_key ^ id) & 1 == 1 => {
+                    a.route(e, d, &mut links, &mut weights)?
+                }
+                _ => routes.route(e, d, &mut links, &mut weights)?,
+            }
             fabric.inject(
                 now,
                 &Message {
@@ -419,6 +446,13 @@ pub fn run_traffic(
     } else {
         latencies[((delivered as f64 * 0.99).ceil() as usize).max(1) - 1]
     };
+    let slow = cfg.latency_threshold > 0 && mean_latency > cfg.latency_threshold as f64;
+    let saturated_by = [(grew, "backlog"), (slow, "latency"), (!drained, "drain")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, what)| *what)
+        .collect::<Vec<_>>()
+        .join("+");
     let drain_error = if drained {
         String::new()
     } else {
@@ -438,7 +472,8 @@ pub fn run_traffic(
         delivered,
         mean_latency,
         p99_latency,
-        saturated: !drained || grew,
+        saturated: !drained || grew || slow,
+        saturated_by,
         backlog: created_before_hi - arrived_before_hi,
         drain_slots: slot - (w + m),
         drain_error,
@@ -465,6 +500,7 @@ mod tests {
             measure_slots: 1000,
             drain_slots: 1000,
             seed: 1,
+            latency_threshold: 0,
         }
     }
 
@@ -670,6 +706,79 @@ mod tests {
         assert!(!out.drain_error.contains('\n'));
         // backlog ≈ (2 − 1) packets per slot over the 1100 slots
         assert!((1000..1200).contains(&out.backlog), "{}", out.backlog);
+    }
+
+    #[test]
+    fn a_latency_threshold_says_saturated_and_which_test_fired() {
+        // The two-endpoint run above: every latency is exactly 1 002 000 ps,
+        // no backlog growth, drained. A threshold just below the mean fires
+        // alone; one equal to it does not (saturated means mean > threshold,
+        // BookSim's `latency_thres` test).
+        let base = config(Pattern::Uniform, 2, 1.0);
+        let below = TrafficConfig {
+            latency_threshold: 1_001_999,
+            ..base.clone()
+        };
+        let out = run_traffic(&mut star(2), &mut Star(2), &below).unwrap();
+        assert!(out.saturated);
+        assert_eq!(out.saturated_by, "latency");
+        let equal = TrafficConfig {
+            latency_threshold: 1_002_000,
+            ..base
+        };
+        let out = run_traffic(&mut star(2), &mut Star(2), &equal).unwrap();
+        assert!(!out.saturated);
+        assert_eq!(out.saturated_by, "");
+        // The hot spot grows its backlog and cannot drain: both named.
+        let hot = TrafficConfig {
+            hot_fraction: 1.0,
+            drain_slots: 100,
+            ..config(Pattern::HotSpot, 3, 1.0)
+        };
+        let out = run_traffic(&mut star(3), &mut Star(3), &hot).unwrap();
+        assert_eq!(out.saturated_by, "backlog+drain");
+    }
+
+    /// Routes of the star, counting its calls.
+    struct Counting(u32, u64);
+
+    impl Routes for Counting {
+        fn route(
+            &mut self,
+            s: u32,
+            d: u32,
+            l: &mut Vec<u32>,
+            w: &mut Vec<f64>,
+        ) -> Result<(), CoreError> {
+            self.1 += 1;
+            Star(self.0).route(s, d, l, w)
+        }
+    }
+
+    #[test]
+    fn random_ties_take_either_routing_by_a_seeded_coin_per_packet() {
+        // 8 endpoints at load 0.5 for 1100 + drain slots: each packet asks
+        // one of the two routings, a fair coin per packet id: the second
+        // gets a binomial share (σ = √(n/4)); the same seed, the same split.
+        let cfg = config(Pattern::Uniform, 8, 0.5);
+        let split = |seed: u64| {
+            let cfg = TrafficConfig {
+                seed,
+                ..cfg.clone()
+            };
+            let (mut a, mut b) = (Counting(8, 0), Counting(8, 0));
+            let out = run_traffic_ties(&mut star(8), &mut a, Some(&mut b), &cfg).unwrap();
+            assert_eq!(a.1 + b.1, out.packets_created);
+            (a.1, b.1)
+        };
+        let (a, b) = split(3);
+        let n = (a + b) as f64;
+        assert!(
+            (b as f64 - n / 2.0).abs() < 4.0 * (n / 4.0).sqrt(),
+            "{a} {b}"
+        );
+        assert_eq!(split(3), (a, b));
+        assert_ne!(split(4), (a, b));
     }
 
     #[test]

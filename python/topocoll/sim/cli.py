@@ -71,6 +71,29 @@ def _packet_int(name: str):
     return bounded_int(*_BOUNDS[name], what=_UNITS[name])
 
 
+def _pipeline(text: str) -> tuple:
+    """``R,V,S,T``: cycles of route computation, VC allocation, switch allocation, switch traversal."""
+    try:
+        parts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 4:
+        import argparse
+        raise argparse.ArgumentTypeError(f"{text!r}, expected 4 cycle counts R,V,S,T (e.g. 1,1,1,1)")
+    return parts
+
+
+def _on_off(text: str) -> bool:
+    """``on``/``off`` (or 1/0, yes/no, true/false)."""
+    t = text.lower()
+    if t in ("on", "1", "yes", "true"):
+        return True
+    if t in ("off", "0", "no", "false"):
+        return False
+    import argparse
+    raise argparse.ArgumentTypeError(f"{text!r}, expected on or off")
+
+
 #: the packet model's flags: flag, PacketOptions field, type, help
 _PACKET_FLAGS = (
     ("--packet-bytes", "packet_bytes", _packet_int("packet_bytes"), "payload bytes per packet (the MTU)"),
@@ -99,6 +122,22 @@ _PACKET_FLAGS = (
      "which BG/L FIFO a packet enters: direction (its first direction's) or any (the next with room)"),
     ("--bgl-cpu-links", "bgl_cpu_links", finite_float(unit="links"),
      "the BG/L core's copy rate in and out of the FIFOs, in links' bandwidth (0 = free)"),
+    ("--flit-bytes", "flit_bytes", _packet_int("flit_bytes"),
+     "flit-level routers (BookSim's input-queued router) with flits of this many bytes; 0 = packet-granular"),
+    ("--buffer-flits", "buffer_flits", _packet_int("buffer_flits"),
+     "flit routers: flits per VC buffer (0 = --buffer-packets' worth)"),
+    ("--switching", "switching", str, "flit routers: wormhole or cut-through"),
+    ("--pipeline", "pipeline", _pipeline,
+     "flit routers: cycles of route, VC allocation, switch allocation, traversal R,V,S,T"),
+    ("--vc-allocator", "vc_allocator", str, "flit routers: islip, input-first or output-first"),
+    ("--sw-allocator", "sw_allocator", str, "flit routers: islip, input-first or output-first"),
+    ("--alloc-iters", "alloc_iters", _packet_int("alloc_iters"), "flit routers: allocator iterations"),
+    ("--speculative", "speculative", _on_off, "flit routers: speculative switch allocation, on or off"),
+    ("--wait-tail-credit", "wait_tail_credit", _on_off,
+     "flit routers: reallocate a VC only once its tail credit is back, on or off"),
+    ("--credit-delay", "credit_delay", _packet_int("credit_delay"), "flit routers: cycles to apply a credit"),
+    ("--terminal-cycles", "terminal_cycles", _packet_int("terminal_cycles"),
+     "flit routers: latency of the injection and ejection channels, cycles"),
 )
 #: Platform flags a profile can set, with their built-in defaults
 _PLATFORM_DEFAULTS = {"alpha": 1e-6, "bandwidth": 2e9, "reduce_bandwidth": 4e9}
@@ -325,6 +364,9 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--topology", metavar="SPEC", help="network (default: an ideal crossbar at --bandwidth)")
     add_ppn_argument(p)
     p.add_argument("--routing", help="routing engine (default: the topology family's)")
+    p.add_argument("--tie", choices=("positive", "source-parity", "random"), default=None,
+                   help="`simulate traffic` on a torus: dimension order, a k/2 offset goes + (positive), + from "
+                        "even coordinates (source-parity), or either by a coin per packet seeded by --seed (random)")
     p.add_argument("--order", default="routing", help="node order (default routing)")
     p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")
     p.add_argument("--rail", default=None, metavar="first|round-robin|N",
@@ -437,7 +479,7 @@ def _traffic_run(args) -> int:
                                    ("--draw", args.draw), ("--profile", args.profile)) if on]
     if given:
         raise SpecError(f"simulate traffic with {', '.join(given)}, expected only --load, --topology, --routing, "
-                        "--seed, --param and packet flags")
+                        "--tie, --seed, --param and packet flags")
     if not args.load or not args.topology:
         raise SpecError("simulate traffic PATTERN needs --load L[,L...] and --topology SPEC")
     try:
@@ -445,20 +487,27 @@ def _traffic_run(args) -> int:
     except ValueError:
         raise SpecError(f"--load {args.load!r}, expected loads in (0, 1] separated by commas") from None
     params = parse_params(args.param)
-    allowed = ("hot_fraction", "hot_node", "warmup", "measure")
+    allowed = ("hot_fraction", "hot_node", "warmup", "measure", "latency_thres")
     if set(params) - set(allowed):
         raise SpecError(f"--param {', '.join(sorted(set(params) - set(allowed)))} with simulate traffic, "
                         f"expected {', '.join(allowed)}")
     rows = traffic(args.algorithm, loads, args.topology, packet_options(args), seed=args.seed, routing=args.routing,
-                   **params)
+                   tie=getattr(args, "tie", None), **params)
     if args.json:
         print(json.dumps([{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows], indent=1))
         return 0
-    print(f"synthetic traffic {args.algorithm} on {args.topology}, packet model, seed {args.seed}, "
-          f"slot {rows[0].slot * 1e6:.4g} µs (one packet on one injection link); rates in packets/endpoint/slot")
-    table = [("offered", "accepted", "mean latency", "p99 latency", "measured", "saturated")]
+    model = "packet model" if not rows[0].cycle else f"flit routers (cycle {rows[0].cycle * 1e9:.4g} ns)"
+    tie = getattr(args, "tie", None)
+    ties = (f", ties {tie}" + (f" (seed {args.seed})" if tie == "random" else "")) if tie else ""
+    limit = (f"; saturated also when the mean latency passes {rows[0].latency_threshold * 1e6:.4g} µs"
+             if rows[0].latency_threshold else "")
+    print(f"synthetic traffic {args.algorithm} on {args.topology}, {model}, seed {args.seed}{ties}, "
+          f"slot {rows[0].slot * 1e6:.4g} µs (one packet on one injection link); rates in packets/endpoint/slot"
+          f"{limit}")
+    table = [("offered", "accepted", "mean latency", "p99 latency", "measured", "saturated by", "saturated")]
     table += [(f"{r.offered:g}", f"{r.accepted:.4f}", f"{r.mean_latency * 1e6:.3f} µs",
-               f"{r.p99_latency * 1e6:.3f} µs", str(r.measured), "yes" if r.saturated else "no") for r in rows]
+               f"{r.p99_latency * 1e6:.3f} µs", str(r.measured), r.saturated_by,
+               "yes" if r.saturated else "no") for r in rows]
     print(_table(table))
     for r in rows:
         if r.drain_error:
@@ -493,6 +542,9 @@ def cmd_simulate(args) -> int:
     _check_pictures(args)
     if args.collective == "traffic":
         return _traffic_run(args)
+    if getattr(args, "tie", None):
+        raise SpecError(f"--tie with simulate {args.collective}, expected --tie only with simulate traffic "
+                        "(elsewhere: --routing dor:tie=...)")
     if args.load is not None:
         raise SpecError(f"--load with simulate {args.collective}, expected --load only with simulate traffic")
     check_model_options(args, model=args.model)

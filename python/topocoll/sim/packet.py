@@ -98,6 +98,29 @@ reception FIFOs. Its parameters:
   bandwidth (§2: "the processor can only keep about four links busy" when
   the data is not in L1, which holds for all-to-all above 64 B on a
   midplane); 0 = copies take no time.
+
+Flit-level routers (``flit_bytes > 0``; off by default, which keeps the
+packet-granular model above). Their defaults are BookSim 2's
+(``src/booksim_config.cpp`` of booksim/booksim2; Jiang et al., "A detailed and
+flexible cycle-accurate network-on-chip simulator", ISPASS 2013), the
+input-queued router of Dally & Towles 2004 ch. 16–19:
+
+- ``flit_bytes``: bytes per flit; a cycle is one flit's serialisation on the
+  fastest link (BookSim's channels carry one flit per cycle);
+- ``buffer_flits`` 0: ``buffer_packets`` packets' worth of flits per VC
+  (BookSim's ``vc_buf_size`` 8 flits);
+- ``switching`` ``wormhole`` (BookSim); ``cut-through`` grants a VC only with
+  room for the whole packet;
+- ``pipeline`` (1, 1, 1, 1): cycles of route computation, VC allocation,
+  switch allocation, switch traversal (BookSim's ``routing_delay``,
+  ``vc_alloc_delay``, ``sw_alloc_delay``, ``st_prepare_delay + st_final_delay``);
+  ``router_delay`` is not used by the flit routers;
+- ``vc_allocator``, ``sw_allocator`` ``islip`` (BookSim's default), or
+  ``input-first`` / ``output-first`` separable allocators; ``alloc_iters`` 1;
+- ``speculative`` False (BookSim ``speculative = 0``); ``wait_tail_credit``
+  False (BookSim ``wait_for_tail_credit = 0``); ``credit_delay`` 0 cycles
+  (BookSim); ``terminal_cycles`` 1: the injection and ejection channels'
+  latency (BookSim's terminal channels are one cycle).
 """
 
 from __future__ import annotations
@@ -115,6 +138,8 @@ QUEUES = ("input", "voq")
 NICS = ("simple", "ib", "bgl")
 IB_ARBITERS = ("random", "round-robin")
 BGL_PLACEMENTS = ("direction", "any")
+SWITCHING = ("wormhole", "cut-through")
+FLIT_ALLOCATORS = ("islip", "input-first", "output-first")
 #: largest number of buffer slots (links × VCs × depth) a run may hold: 2^28,
 #: a few GiB of packet state at worst, within a 24 GiB machine
 MAX_PACKET_STATE = 1 << 28
@@ -122,14 +147,19 @@ MAX_PACKET_STATE = 1 << 28
 _BOUNDS = {"packet_bytes": (1, 1 << 16), "header_bytes": (0, 4096), "vcs": (1, 16),
            "buffer_packets": (1, 4096), "injection_packets": (0, 1 << 20), "injection_fifos": (0, 64),
            "ib_qps": (1, 4096), "ib_seed": (0, (1 << 64) - 1),
-           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (0, 1 << 20)}
+           "bgl_fifos": (1, 64), "bgl_fifo_packets": (1, 4096), "bgl_burst": (0, 1 << 20),
+           "flit_bytes": (0, 1 << 16), "buffer_flits": (0, 1 << 16), "alloc_iters": (1, 16),
+           "credit_delay": (0, 1024), "terminal_cycles": (1, 1024)}
 _UNITS = {"packet_bytes": "bytes of payload per packet", "header_bytes": "header bytes per packet",
           "vcs": "virtual channels per link", "buffer_packets": "packets per VC input buffer",
           "injection_packets": "packets per injection FIFO, 0 = no limit",
           "injection_fifos": "injection FIFOs per endpoint, 0 = one per output link",
           "ib_qps": "queue pairs the HCA serves at once", "ib_seed": "seed of the HCA arbiters",
           "bgl_fifos": "BG/L injection FIFOs per node", "bgl_fifo_packets": "packets per BG/L injection FIFO",
-          "bgl_burst": "packets per message before the BG/L core moves to the next, 0 = the whole message"}
+          "bgl_burst": "packets per message before the BG/L core moves to the next, 0 = the whole message",
+          "flit_bytes": "bytes per flit, 0 = packet-granular routers",
+          "buffer_flits": "flits per VC buffer, 0 = buffer_packets' worth", "alloc_iters": "allocator iterations",
+          "credit_delay": "cycles", "terminal_cycles": "cycles of the injection/ejection channels"}
 #: each endpoint's own options and their defaults (refused with another ``nic``)
 _NIC_DEFAULTS = {"ib": {"ib_qps": 4096, "ib_arbiter": "random", "ib_seed": 0},
                  "bgl": {"bgl_fifos": 6, "bgl_fifo_packets": 4, "bgl_burst": 1, "bgl_placement": "direction",
@@ -173,6 +203,17 @@ class PacketOptions:
     bgl_burst: int = 1
     bgl_placement: str = "direction"
     bgl_cpu_links: float = 4.0
+    flit_bytes: int = 0
+    buffer_flits: int = 0
+    switching: str = "wormhole"
+    pipeline: tuple = (1, 1, 1, 1)
+    vc_allocator: str = "islip"
+    sw_allocator: str = "islip"
+    alloc_iters: int = 1
+    speculative: bool = False
+    wait_tail_credit: bool = False
+    credit_delay: int = 0
+    terminal_cycles: int = 1
 
     def __post_init__(self):
         for name, (lo, hi) in _BOUNDS.items():
@@ -189,6 +230,20 @@ class PacketOptions:
         if self.queues not in QUEUES:
             raise SpecError(f"PacketOptions: queues={self.queues!r}, expected one of {', '.join(QUEUES)}")
         self._check_nic()
+        if self.switching not in SWITCHING:
+            raise SpecError(f"PacketOptions: switching={self.switching!r}, expected one of {', '.join(SWITCHING)}")
+        for name in ("vc_allocator", "sw_allocator"):
+            if getattr(self, name) not in FLIT_ALLOCATORS:
+                raise SpecError(f"PacketOptions: {name}={getattr(self, name)!r}, expected one of "
+                                f"{', '.join(FLIT_ALLOCATORS)}")
+        p = self.pipeline
+        if not isinstance(p, tuple) or len(p) != 4 or any(isinstance(x, bool) or not isinstance(x, int) for x in p) \
+                or not 0 <= p[0] <= 1024 or not all(1 <= x <= 1024 for x in p[1:]):
+            raise SpecError(f"PacketOptions: pipeline={p!r}, expected 4 cycle counts (route 0..1024; VC allocation, "
+                            "switch allocation, traversal 1..1024)")
+        for name in ("speculative", "wait_tail_credit"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(f"PacketOptions: {name}={getattr(self, name)!r}, expected True or False")
 
     def _check_nic(self) -> None:
         if self.nic not in NICS:

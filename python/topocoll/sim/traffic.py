@@ -18,8 +18,16 @@ packet simulators (BookSim). The semantics are written once, in
   drain, for at most ``measure + DRAIN_EXTRA_SLOTS`` slots after the window;
 - accepted throughput counts arrivals during the window; latency is creation
   to arrival of measured packets; *saturated* means the source queues grew
-  (the window accepted fewer than it created by more than 5 % and 3σ) or the
-  drain did not finish.
+  (the window accepted fewer than it created by more than 5 % and 3σ), the
+  drain did not finish, or the measured packets' mean latency passed
+  ``latency_thres`` (BookSim's test, default 500 cycles with the flit routers;
+  in slots, and off unless given, with the packet-granular model);
+  ``saturated_by`` names which (``backlog``, ``drain``, ``latency``).
+
+Ties on a torus (``tie``): dimension order sends a k/2 offset ``+``
+(``positive``, the routing's default), ``+`` from even coordinates
+(``source-parity``), or either way by a coin per packet seeded by ``seed``
+(``random``).
 
 Patterns (Dally & Towles, *Principles and Practices of Interconnection
 Networks*, 2004, §3.2): ``uniform``, ``transpose`` (4^m endpoints),
@@ -48,6 +56,9 @@ __all__ = ["traffic", "traffic_network", "TrafficRow", "PATTERNS", "MAX_SLOTS", 
 PATTERNS = {"uniform": _core.Pattern.Uniform, "transpose": _core.Pattern.Transpose,
             "bit-complement": _core.Pattern.BitComplement, "tornado": _core.Pattern.Tornado,
             "hot-spot": _core.Pattern.HotSpot}
+#: BookSim's ``latency_thres`` (``booksim_config.cpp``): a mean latency above this many cycles is unstable
+LATENCY_THRES_CYCLES = 500.0
+TIES = ("positive", "source-parity", "random")
 #: default windows, slots: BookSim-like (its warm-up ends when latency settles; a fixed 1,000 slots covers
 #: the networks here below saturation), a 10,000-slot window gives ±1 % on accepted throughput at 64 endpoints
 WARMUP_SLOTS = 1000
@@ -84,6 +95,8 @@ class TrafficRow:
         Packets created in the window; of those, arrived.
     saturated : bool
         The source queues grew without bound (module doc).
+    saturated_by : str
+        Which tests fired: ``backlog``, ``latency``, ``drain`` joined by ``+`` ("" when not saturated).
     drain_error : str
         One line when the measured packets did not drain in time, else "".
     """
@@ -102,6 +115,11 @@ class TrafficRow:
     slot: float
     seed: int
     packet_hops: int
+    saturated_by: str = ""
+    #: the flit routers' cycle, s (0: packet-granular model)
+    cycle: float = 0.0
+    #: the latency threshold in force, s (0: none)
+    latency_threshold: float = 0.0
 
 
 def traffic_network(topology: str, routing: str | None = None) -> Network:
@@ -127,7 +145,8 @@ def _slots(name: str, value, low: int) -> int:
 
 def traffic(pattern: str, loads, network: Network | str, options: PacketOptions = PacketOptions(), *,
             seed: int = 0, warmup: int = WARMUP_SLOTS, measure: int = MEASURE_SLOTS, hot_fraction: float = 0.1,
-            hot_node: int = 0, routing: str | None = None) -> list[TrafficRow]:
+            hot_node: int = 0, routing: str | None = None, tie: str | None = None,
+            latency_thres: float | None = None) -> list[TrafficRow]:
     """Synthetic traffic of ``pattern`` at each of ``loads`` through the packet model on ``network``.
 
     Parameters
@@ -146,6 +165,11 @@ def traffic(pattern: str, loads, network: Network | str, options: PacketOptions 
         Slots of warm-up and of the measurement window.
     hot_fraction, hot_node : float, int
         ``hot-spot``: fraction of packets to ``hot_node``, the rest uniform.
+    tie : str, optional
+        Tori: ``positive``, ``source-parity`` or ``random`` (module doc); not with ``routing``.
+    latency_thres : float, optional
+        Saturated when the measured mean latency passes this many cycles (flit routers; default 500,
+        BookSim's) or slots (packet-granular model; default none).
 
     Returns
     -------
@@ -181,6 +205,21 @@ def traffic(pattern: str, loads, network: Network | str, options: PacketOptions 
         raise SpecError(f"traffic: options={options!r}, expected a PacketOptions")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
         raise SpecError(f"traffic: seed={seed!r}, expected 0..2^64-1")
+    alt = None
+    if tie is not None:
+        if tie not in TIES:
+            raise SpecError(f"traffic: tie={tie!r}, expected one of {', '.join(TIES)}")
+        if routing is not None or not isinstance(network, str):
+            raise SpecError(f"traffic: tie={tie!r} with a routing given, expected one of them (the tie picks "
+                            "dimension order's: dor:tie=...)")
+        if parse_topology(network).family != "torus":
+            raise SpecError(f"traffic: tie={tie!r} on {network}, expected a torus (ties of dimension order)")
+        routing = f"dor:tie={'positive' if tie == 'random' else tie}"
+        if tie == "random":
+            alt = traffic_network(network, "dor:tie=negative").router.engine
+    if latency_thres is not None and (isinstance(latency_thres, bool) or not isinstance(latency_thres, (int, float))
+                                      or not math.isfinite(latency_thres) or not latency_thres > 0):
+        raise SpecError(f"traffic: latency_thres={latency_thres!r}, expected a positive number of cycles (slots)")
     net = traffic_network(network, routing) if isinstance(network, str) else network
     topo = net.topology
     n = int(topo.n_endpoints)
@@ -214,15 +253,20 @@ def traffic(pattern: str, loads, network: Network | str, options: PacketOptions 
     config = EngineConfig("packet", EngineOptions(packet=options)).core(Platform(), net)
     bandwidth = np.ascontiguousarray(topo.bandwidth, dtype=np.float64)
     latency = np.round(np.asarray(topo.latency, dtype=np.float64) * _PS).astype(np.uint64)
+    # the latency threshold: cycles of the flit routers, or slots of the packet model (Rust converts to ps)
+    thres = (LATENCY_THRES_CYCLES if latency_thres is None else float(latency_thres)) if options.flit_bytes > 0 \
+        else (0.0 if latency_thres is None else float(latency_thres))
     rows = []
     for load in loads:
         try:
             r = _core.traffic_run(net.router.engine, bandwidth, latency, config, PATTERNS[pattern], load,
                                   hot_fraction=float(hot_fraction), hot_node=int(hot_node), dims=dims,
-                                  warmup_slots=warmup, measure_slots=measure, drain_slots=drain, seed=seed)
+                                  warmup_slots=warmup, measure_slots=measure, drain_slots=drain, seed=seed,
+                                  latency_thres=thres, alt_router=alt)
         except ValueError as e:
             raise SpecError(f"{label} at load {load}: {e}") from None
         rows.append(TrafficRow(pattern, load, r.created, r.accepted, r.mean_latency_ps / _PS, r.p99_latency_ps / _PS,
                                int(r.measured), int(r.delivered), bool(r.saturated), int(r.backlog), r.drain_error,
-                               r.slot_ps / _PS, seed, int(r.packet_hops)))
+                               r.slot_ps / _PS, seed, int(r.packet_hops), r.saturated_by, r.cycle_ps / _PS,
+                               r.latency_threshold_ps / _PS))
     return rows

@@ -25,12 +25,16 @@ pub(super) struct Buffer {
 }
 
 impl PacketFabric {
-    /// Largest number of packets each input buffer held, indexed
+    /// Largest number of packets each input buffer held (flit routers:
+    /// flits), indexed
     /// `link · vcs + vc`. A packet is counted from the moment it is granted
     /// the link into the buffer (its credit spent) until its tail leaves the
     /// buffer or is consumed: an upper bound of what the buffer physically
     /// holds, which starts when the head arrives.
     pub fn max_occupancy(&self) -> Vec<u32> {
+        if let Some(f) = &self.flit {
+            return f.max_occupancy();
+        }
         self.buffers[..self.n_links * self.vcs]
             .iter()
             .map(|b| b.max_occ)

@@ -304,6 +304,47 @@ fn buffer_table(cfg: &PacketConfig, n: usize, vcs: usize, n_q: usize) -> Vec<Buf
     inputs.chain(fifos).collect()
 }
 
+/// The flit routers of `cfg.flit`, refusing what they do not model.
+fn flit_routers(
+    links: &Links,
+    link_dst: &[u32],
+    n_endpoints: usize,
+    cfg: &PacketConfig,
+) -> Result<Option<Box<FlitNet>>, CoreError> {
+    let Some(fc) = &cfg.flit else {
+        return Ok(None);
+    };
+    let refuse = [
+        (cfg.adaptive.is_some(), "torus adaptive routing"),
+        (
+            cfg.ugal.is_some() || !cfg.hop_kind.is_empty(),
+            "dragonfly hop classes",
+        ),
+        (cfg.queues == Queues::VirtualOutput, "queues=voq"),
+        (cfg.allocator == Allocator::Age, "allocator=age"),
+        (cfg.eject_handling > 0, "eject_handling > 0"),
+        (cfg.injection_fifos > 0, "injection_fifos > 0"),
+        (matches!(cfg.nic, Nic::Ib(_)), "nic=ib"),
+        (matches!(cfg.nic, Nic::Bgl(_)), "nic=bgl"),
+    ];
+    if let Some((_, what)) = refuse.iter().find(|(on, _)| *on) {
+        return bad(format!(
+            "flit_bytes={} with {what}, expected the flit routers without it (they model dimension order with datelines, round-robin iSLIP/separable allocators, input FIFOs)",
+            fc.flit_bytes
+        ));
+    }
+    Ok(Some(Box::new(FlitNet::new(
+        fc.clone(),
+        links,
+        link_dst,
+        n_endpoints,
+        cfg.vcs,
+        (cfg.packet_bytes, cfg.header_bytes),
+        &cfg.link_dim,
+        &cfg.dateline,
+    )?)))
+}
+
 impl PacketFabric {
     /// A packet network over `links` (bandwidth B/s, latency ps), link `l`
     /// entering node `link_dst[l]` (nodes `0..n_endpoints` are endpoints).
@@ -344,6 +385,7 @@ impl PacketFabric {
             .unwrap_or(0)
             .max(n_endpoints);
         let (n_classes, per_class) = vc_classes(&cfg, any_dateline, by_hop);
+        let flit = flit_routers(&links, &link_dst, n_endpoints, &cfg)?;
         let link_state = link_table(&links, &link_dst, &cfg, full_wire);
         let events = event_queue_for(&link_state, &cfg);
         Ok(PacketFabric {
@@ -394,6 +436,7 @@ impl PacketFabric {
             spread: 0,
             packets_alive: 0,
             msgs_alive: 0,
+            flit,
             cfg,
         })
     }

@@ -6,6 +6,9 @@ impl PacketFabric {
     /// One line naming a cycle of full buffers when packets wait and no event
     /// can ever move one (a deadlock); `None` otherwise.
     pub fn stalled(&self) -> Option<String> {
+        if let Some(f) = &self.flit {
+            return f.stalled();
+        }
         if !self.events.is_empty() || self.packets_alive == 0 {
             return None;
         }

@@ -146,17 +146,87 @@
 //! such routes); a message to its own endpoint (empty route) arrives at once.
 //! Arrivals of one `advance` come in `(time, id)` order.
 //!
+//! # Flit-level routers (`flit: Some(FlitConfig)`, issue 27)
+//! With `flit` set, everything above about buffers, timing and allocation
+//! is replaced by BookSim 2's input-queued router (`iq_router.cpp`; Dally &
+//! Towles 2004 ch. 16–19), cycle by cycle (`flits.rs`, allocators in
+//! `islip.rs`); packets, messages, routes, datelines and the [`Fabric`]
+//! contract stay. A *cycle* is one flit (`flit_bytes`) on the fastest link;
+//! a link of latency λ takes `⌈λ / cycle⌉` (≥ 1) cycles, a slower link
+//! `⌈flit time / cycle⌉` cycles per flit. A packet of `w` wire bytes is
+//! `P = ⌈w / flit_bytes⌉` flits, head first, tail last.
+//! - Every node is a router. Its inputs: the links entering it and, for an
+//!   endpoint, an injection port fed by its NIC over a terminal channel of
+//!   `terminal_cycles`; its outputs: the links leaving it and, for an
+//!   endpoint, an ejection port (terminal channel back to the NIC, which
+//!   always accepts). Each input port has `vcs` VC buffers of
+//!   `buffer_flits` flits.
+//! - Credits count flits: the sender of a link holds one per free flit slot
+//!   of each downstream VC, spends one per flit sent and gets it back
+//!   (link latency + `credit_delay`) after that flit left the downstream
+//!   buffer, flit by flit — so a buffer of one packet streams back to back
+//!   once it covers the credit loop.
+//! - Pipeline per router (cycles `routing_delay`, `va_delay`, `sa_delay`,
+//!   `st_delay`; BookSim's defaults 1, 1, 1, 1): a head that arrives at cycle
+//!   `a` into an idle VC may request an output VC from `a + routing_delay`;
+//!   granted at `v`, it may request the switch from `v + va_delay` (with
+//!   `speculative`: at `v`, after the non-speculative requests); granted the
+//!   switch at `s`, the flit leaves at `s + sa_delay − 1 + st_delay` and is at
+//!   the next router a link latency later. A body flit may request the
+//!   switch the cycle it arrives (its VC already holds an output VC), one
+//!   flit per VC per cycle. A head behind a tail in the same buffer routes
+//!   from the cycle after the tail left.
+//! - VC allocation: a head requests every free VC of its next output that
+//!   its class allows (datelines: class `c` uses VCs `c + 2j`, as above; an
+//!   ejection port any VC). `Wormhole`: a free VC (held from head to tail,
+//!   across as many routers as the packet spans); `CutThrough`: a free VC
+//!   with credits for all `P` flits. A VC is free again when its tail is
+//!   sent or, `wait_tail_credit`, when the tail's credit is back.
+//! - Switch allocation: per (input port, output port) one VC, the first from
+//!   the input's round-robin offset (BookSim's `_sw_rr_offset`); then the
+//!   allocator over ports. Allocators (`AllocKind`): separable input-first,
+//!   separable output-first, or iSLIP (McKeown 1999), `alloc_iters`
+//!   iterations; the VC allocator is the same kinds over (input VC, output
+//!   VC). One flit per input port and per output port per cycle.
+//! - NIC: messages in injection order; a packet's head takes a free VC of
+//!   the injection port (round robin), then one flit per cycle while it has
+//!   credits. A message injected at `t` ps is sendable from cycle
+//!   `⌈t / cycle⌉`; it arrives when its last tail reaches the NIC.
+//!
+//! Zero-load latency of a lone packet over `H` links (all latencies `L`
+//! cycles, terminal channels `T`): `T + (H + 1)·(routing_delay + va_delay +
+//! sa_delay + st_delay − 1) + H·L + T + (P − 1)` cycles; with BookSim's
+//! defaults, `L = 2`, `T = 1`, `P = 8`: `3(H + 1) + 2H + 9` (tests:
+//! `flits.rs`, `sim/tests/test_traffic.py`). Not modelled with flits:
+//! adaptive routing, dragonfly hop classes, `voq`, the age allocator,
+//! `eject_handling`, `injection_fifos` (refused in one line). Cost: every
+//! active VC is visited every cycle and every flit is a wheel event (about
+//! 0.3 µs of CPU per flit-hop on the 8×8 torus near saturation), so the
+//! flit routers are for router questions, not for long collectives.
+//!
 //! # Compared with BookSim, htsim and SST/Merlin
 //! - BookSim (Jiang et al., "A detailed and flexible cycle-accurate
 //!   network-on-chip simulator", ISPASS 2013; Dally & Towles 2004) is cycle driven
 //!   and flit level, with a router pipeline (route, VC allocation, switch
 //!   allocation, crossbar), separable allocators (round-robin, iSLIP, age)
-//!   and credits per VC. Alike: per-VC input buffers with credits, output
-//!   arbitration round-robin or by age, input speedup 1, infinite source
-//!   queues. Different: time is continuous (integer ps) and the unit is the
-//!   whole packet (virtual cut-through; no wormhole); the VC is fixed by the
-//!   routing function rather than allocated; the pipeline is one
-//!   `router_delay`; no iSLIP iterations (one greedy maximal pass per instant).
+//!   and credits per VC. The flit routers above follow its `iq_router`
+//!   stage by stage (read from its source: `_InputQueuing`,
+//!   `_VCAllocEvaluate/Update`, `_SWAllocEvaluate/Update`, `_SwitchUpdate`;
+//!   defaults of `booksim_config.cpp`); differences: the speculative switch
+//!   allocation takes the ports the non-speculative pass left (BookSim runs
+//!   a second allocator and discards conflicting grants), no input/output
+//!   speedup, no `hold_switch_for_packet`, a link's credit channel has the
+//!   link's latency. The packet-granular model (no `flit`): time is
+//!   continuous (integer ps) and the unit is the whole packet (virtual
+//!   cut-through); the VC is fixed by the routing function rather than
+//!   allocated; the pipeline is one `router_delay`; one greedy maximal
+//!   pass per instant. Against BookSim's numbers (issue 27: 8-flit packets,
+//!   1 ns cycles, 2-cycle channels) it carries about half of BookSim's
+//!   saturation throughput with one-packet buffers (a whole-packet credit
+//!   makes the next packet wait for the previous one to leave) and 6–25 %
+//!   more with four-packet buffers (no VC-allocation stage, whole-packet
+//!   switching), and its zero-load latency lacks the source and destination
+//!   pipelines and terminal channels (0.75–0.80 of BookSim's).
 //! - htsim (Raiciu, Handley et al.; the simulator of the MPTCP and NDP
 //!   papers) is event driven and packet level like this model, but its
 //!   switches are output queued and forward whole packets (store and
@@ -218,6 +288,9 @@
 //! - `bgl`: Blue Gene/L's endpoint (`Nic::Bgl`): injection FIFOs a core
 //!   fills packet by packet, messages interleaved, reception drained by it;
 //! - `deadlock`: naming the cycle of a stalled network.
+//! - `deadlock`: naming the cycle of a stalled network;
+//! - `flits`: the flit-level routers (section above);
+//! - `islip`: their allocators (separable input-/output-first, iSLIP).
 
 mod allocator;
 mod bgl;
@@ -226,6 +299,8 @@ mod calendar;
 mod construct;
 mod deadlock;
 mod eject;
+mod flits;
+mod islip;
 mod nic;
 mod ports;
 mod routing;
@@ -241,6 +316,9 @@ use super::ugal::UgalDragonfly;
 use allocator::Req;
 use buffers::Buffer;
 use calendar::EventQueue;
+use flits::FlitNet;
+pub use flits::{FlitConfig, Switching};
+pub use islip::AllocKind;
 use nic::Qps;
 pub use nic::{IbArbiter, IbHca, Nic};
 use ports::{Link, PortSet};
@@ -317,6 +395,9 @@ pub struct PacketConfig {
     /// FIFOs and core, which `injection_fifos`, `injection_packets` and
     /// `eject_handling` must leave at 0.
     pub nic: Nic,
+    /// Flit-level routers (module doc, "Flit-level routers"); `None`: the
+    /// packet-granular model above.
+    pub flit: Option<FlitConfig>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -478,12 +559,22 @@ pub struct PacketFabric {
     spread: u8,
     packets_alive: u64,
     msgs_alive: u64,
+    /// `cfg.flit`: the flit routers that run instead.
+    flit: Option<Box<FlitNet>>,
 }
 
 impl PacketFabric {
     /// Packets started on a link so far (one per packet per link crossed).
     pub fn packet_hops(&self) -> u64 {
-        self.hops
+        match &self.flit {
+            Some(f) => f.packet_hops(),
+            None => self.hops,
+        }
+    }
+
+    /// The flit routers' cycle, ps (`None`: packet-granular model).
+    pub fn cycle_ps(&self) -> Option<Ps> {
+        self.flit.as_ref().map(|f| f.cycle_ps())
     }
 
     /// Picoseconds each link spent sending packets (utilisation = this / time).
@@ -498,12 +589,18 @@ impl PacketFabric {
 
     /// Packets in the network or in injection FIFOs.
     pub fn packets_in_flight(&self) -> u64 {
-        self.packets_alive
+        match &self.flit {
+            Some(f) => f.packets_in_flight(),
+            None => self.packets_alive,
+        }
     }
 
     /// Messages injected and not yet arrived.
     pub fn messages_in_flight(&self) -> u64 {
-        self.msgs_alive
+        match &self.flit {
+            Some(f) => f.messages_in_flight(),
+            None => self.msgs_alive,
+        }
     }
 
     /// Apply one event at `t`.
@@ -555,6 +652,9 @@ impl PacketFabric {
 
 impl Fabric for PacketFabric {
     fn inject(&mut self, now: Ps, msg: &Message) {
+        if let Some(f) = &mut self.flit {
+            return f.inject(now, msg);
+        }
         let now = now.max(self.clock);
         self.msgs_alive += 1;
         if msg.links.is_empty() {
@@ -566,10 +666,16 @@ impl Fabric for PacketFabric {
     }
 
     fn next_arrival(&mut self) -> Option<Ps> {
+        if let Some(f) = &self.flit {
+            return f.next_arrival();
+        }
         self.events.next()
     }
 
     fn advance(&mut self, now: Ps, arrived: &mut Vec<(Ps, u32)>) {
+        if let Some(f) = &mut self.flit {
+            return f.advance(now, arrived);
+        }
         let first = arrived.len();
         while let Some(t) = self.events.next() {
             if t > now {
@@ -583,7 +689,10 @@ impl Fabric for PacketFabric {
     }
 
     fn link_bytes(&self) -> &[f64] {
-        &self.link_bytes
+        match &self.flit {
+            Some(f) => f.link_bytes(),
+            None => &self.link_bytes,
+        }
     }
 }
 

@@ -64,6 +64,7 @@ pub(crate) fn config() -> PacketConfig {
         ugal: None,
         injection_fifos: 0,
         nic: Nic::Simple,
+        flit: None,
     }
 }
 

@@ -198,3 +198,71 @@ def test_load_is_refused_outside_traffic(capsys):
     status = main(["simulate", "allreduce", "ring", "-P", "4", "--size", "1K", "--load", "0.5"])
     err = capsys.readouterr().err.strip()
     assert status == 2 and "--load only with simulate traffic" in err and len(err.splitlines()) == 1
+
+
+# --- flit routers, ties, latency threshold (issue 27) ---
+
+#: BookSim-like 8×8 torus of the comparison: 32 B flits at 32 GB/s (1 ns cycles), 2 ns links, 8-flit packets
+_FLIT_TORUS = "torus:8x8@bw=32GB/s,lat=2ns"
+_FLIT = PacketOptions(packet_bytes=256, header_bytes=0, flit_bytes=32)
+
+
+def test_flit_routers_zero_load_latency_is_the_pipeline_formula():
+    # Per router 4 stages of 1 cycle: a head arriving at cycle a leaves at a + 3 and is at the next router
+    # L = 2 cycles later; terminal channels of 1 cycle each way; H links cross H + 1 routers; the tail
+    # follows P − 1 = 7 cycles behind: T0 = 1 + 3(H + 1) + 2H + 1 + 7 cycles, averaged over the hop counts
+    # of uniform traffic. At 1 % load queueing adds little (a link is busy ≈ 1 % · H/4 of the time).
+    row = traffic("uniform", [0.01], _FLIT_TORUS, _FLIT, warmup=200, measure=3000, seed=3)[0]
+    h = _mean_ring_hops((8, 8))
+    t0 = (1 + 3 * (h + 1) + 2 * h + 1 + 7) * 1e-9
+    assert row.cycle == pytest.approx(1e-9)
+    assert t0 <= row.mean_latency < t0 * 1.03, (row.mean_latency, t0)
+
+
+def test_ties_pick_dimension_order_and_random_prints_its_seed(capsys):
+    # Uniform on a 4-ring: offsets 1, 2, 3 with probability 1/3 each; offset 2 is a tie. Per node and slot at
+    # load 0.6, positive puts 0.6 · (1/3 + 2 · 1/3) = 0.6 packets on each + link and 0.6 · 1/3 = 0.2 on each −
+    # link; source-parity and random split the ties: 0.6 · (1/3 + 1/3) = 0.4 each way. Neither saturates, but
+    # positive's + links are busier, so its mean latency is higher.
+    rows = {tie: traffic("uniform", [0.6], "torus:4", PacketOptions(packet_bytes=64, header_bytes=0), tie=tie,
+                         warmup=200, measure=3000, seed=2)[0] for tie in ("positive", "source-parity", "random")}
+    assert all(not r.saturated for r in rows.values())
+    assert rows["positive"].mean_latency > rows["source-parity"].mean_latency
+    assert rows["positive"].mean_latency > rows["random"].mean_latency
+    status = main(["simulate", "traffic", "uniform", "--load", "0.2", "--topology", "torus:4", "--tie", "random",
+                   "--seed", "4", "--param", "measure=500"])
+    out = capsys.readouterr().out
+    assert status == 0 and "ties random (seed 4)" in out
+
+
+def test_the_latency_threshold_fires_and_is_named():
+    # Flit routers past saturation: the backlog grows and the mean latency passes 500 cycles (BookSim's
+    # default); below it neither fires.
+    lo, hi = traffic("uniform", [0.2, 0.9], _FLIT_TORUS, _FLIT, tie="source-parity", warmup=300, measure=1500,
+                     seed=1)
+    assert not lo.saturated and lo.saturated_by == ""
+    assert lo.latency_threshold == pytest.approx(500e-9)
+    assert hi.saturated and "latency" in hi.saturated_by and hi.mean_latency > 500e-9
+    # packet-granular model: no threshold unless given (then in slots); 1 slot is below any latency
+    r = traffic("uniform", [0.1], "crossbar:8", warmup=100, measure=500, latency_thres=1)[0]
+    assert r.saturated and r.saturated_by == "latency" and r.latency_threshold == pytest.approx(r.slot)
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"switching": "store"}, "switching='store', expected one of wormhole, cut-through"),
+    ({"sw_allocator": "wavefront"}, "sw_allocator='wavefront', expected one of islip"),
+    ({"pipeline": (1, 0, 1, 1)}, "pipeline=(1, 0, 1, 1), expected 4 cycle counts"),
+    ({"flit_bytes": -1}, "flit_bytes=-1, expected 0..65536"),
+    ({"speculative": 1}, "speculative=1, expected True or False"),
+])
+def test_bad_flit_options_are_one_line(kw, message):
+    with pytest.raises(SpecError) as e:
+        PacketOptions(**kw)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_ties_are_refused_off_a_torus_or_with_a_routing():
+    with pytest.raises(SpecError, match="expected a torus"):
+        traffic("uniform", [0.1], "crossbar:8", tie="random")
+    with pytest.raises(SpecError, match="with a routing given"):
+        traffic("uniform", [0.1], "torus:4", tie="random", routing="dor")
