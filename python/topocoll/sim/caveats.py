@@ -165,8 +165,8 @@ def topology_kind(topology) -> str:
     if family == "nodes":                 # SPEC+ppn=N: the fabric decides
         inner = topology.params.get("fabric")
         return topology_kind(inner) if inner is not None else "graph"
-    if family == "crossbar":
-        return "crossbar"
+    if family == "crossbar" or (family == "xgft" and topology.n_switches == 1):
+        return "crossbar"                 # one switch: crossbar:N is a one-level XGFT
     if family == "xgft":
         return "fat-tree"
     if family == "torus":
