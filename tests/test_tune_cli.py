@@ -152,3 +152,14 @@ def test_tune_prints_the_model_and_caveats_and_json_has_verdicts(tmp_path, capsy
                            "--no-recheck")
     assert status == 0 and "ranked by the packet model" not in out
     assert "caveat: static lacks head-of-line blocking, finite buffers and NIC queue-pair interleaving" in out
+
+
+def test_tune_with_an_event_model_and_no_network_names_the_crossbar(capsys):
+    """`tune --model flow` without --topology runs on the engine's ideal crossbar (it failed with an
+    AttributeError in the batch wrapper before); the header says so, and allreduce, whose candidates differ
+    by no listed mechanism, says that too."""
+    status, out, err = run(capsys, "tune", "allreduce", "-P", "8", "--sizes", "8", "--model", "flow", "--jobs", "1",
+                           "--libraries", "")
+    assert status == 0, err
+    assert "flow model: ideal crossbar (one endpoint per rank, 2 GB/s links, no latency)" in out.splitlines()[0]
+    assert "caveats: none (the candidates differ by no mechanism the flow model lacks)" in out

@@ -263,6 +263,9 @@ def judge(collective: str, p: int, size: int, candidates: list[Candidate], model
         verdict.skipped = (f"not re-ranked: the affected candidates are more than {factor:g}× slower than the "
                            "fastest, so the mechanism would only slow them further")
         return verdict
+    if budget.left <= 0:
+        verdict.skipped = f"not re-ranked by the packet model: the --recheck-budget of {budget.seconds:g} s is spent"
+        return verdict
     from ..schedules.registry import lookup
     from ..schedules.sizes import from_bytes
     scheds, costs = {}, {}
@@ -285,26 +288,30 @@ def judge(collective: str, p: int, size: int, candidates: list[Candidate], model
              (pair, "the fastest affected and unaffected; the others would overrun the budget")]
     bound = {c.key: _lower_bound(c, config, c.platform or platform) for c in window}
     chosen, how, total = pair, tiers[-1][1], None
+    estimating = _time.process_time()          # building schedules to count hops is charged to the budget too
+    left = budget.left
     try:
         for members, text in tiers:
             chosen, how = members, text
-            if sum(bound[c.key] for c in members) > budget.left:
+            if sum(bound[c.key] for c in members) > left:
                 total = None
                 continue
             total = sum(exact(c)[1] for c in members)
-            if total <= budget.left:
+            if total <= left:
                 break
     except TopocollError as exc:
         verdict.skipped = f"not re-ranked by the packet model: {exc}"
         return verdict
-    if total is None or total > budget.left:
+    finally:
+        budget.spent += _time.process_time() - estimating
+    if total is None or total > left:
         if total is None:
             hops = sum(bound[c.key] for c in chosen) * PACKET_HOPS_PER_S
             what = f"at least {sum(bound[c.key] for c in chosen):.0f} s (≥ {hops / 1e6:.1f} M packet-hops)"
         else:
             what = f"about {total:.0f} s ({sum(costs[c.key][0] for c in chosen) / 1e6:.1f} M packet-hops)"
         verdict.skipped = (f"not re-ranked by the packet model: {chosen[0].algorithm} and {chosen[1].algorithm} "
-                           f"would take {what}, over the {budget.left:.0f} s left of --recheck-budget "
+                           f"would take {what}, over the {left:.0f} s left of --recheck-budget "
                            f"{budget.seconds:g}")
         return verdict
     from ..sim import simulate

@@ -365,7 +365,7 @@ class DecisionTable:
         for key, (c, affected, where) in said.items():
             line = f"caveat: {c.line(tuple(affected))}" if c is not None else key[0]
             out.append(f"{line} [{_where(where) if len(where) < len(pts) else 'every point'}]")
-        return out
+        return out or [f"caveats: none (the candidates differ by no mechanism the {self.model} model lacks)"]
 
     def explain(self, collective: str, p: int, size: int) -> str:
         """Why the winner wins at one point: rounds, bytes, α-β-γ terms, hottest links, overlap."""
