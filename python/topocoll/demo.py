@@ -286,6 +286,7 @@ def run(args) -> int:
           "(random orders and noise)")
     print(f"  compositing and all-to-all: {model_text}")
     print("  " + ("no packet-model re-rank (--no-recheck)" if budget is None else
+                  "the packet model ranks them itself (no re-rank)" if args.model == "packet" else
                   f"candidates that differ by a mechanism the model lacks are re-ranked by the packet model within "
                   f"--recheck-budget {budget.seconds:g} s"))
 
