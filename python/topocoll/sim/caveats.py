@@ -347,6 +347,10 @@ class Caveat:
                 "affected": list(self.affected), "text": self.text, "source": self.source}
 
 
+#: how a model is named in a caveat's line
+_SHOWN = {"alpha-beta-gamma": "α-β-γ"}
+
+
 def _names(keys) -> str:
     names = [MECHANISMS[k].name for k in keys]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -406,7 +410,7 @@ def caveats(model: str, candidates, kind: str, *, options=None, routing: str | N
                 f"{'decides' if len(lacking) == 1 else 'decide'} {', '.join(affected)} ({dep.name}): {dep.effect}")
         verb = "decides" if len(lacking) == 1 else "decide"
         said, cite = dep.brief_on(kind)
-        brief = f"{key} lacks {_names(lacking)}, which {verb} {', '.join(affected)} ({dep.name}): {said} ({cite})"
+        brief = f"{_SHOWN.get(key, key)} lacks {_names(lacking)}, which {verb} {', '.join(affected)} ({dep.name}): {said} ({cite})"
         out.append(Caveat(dep.key, dep.name, lacking, key, affected, text, dep.source, dep.factor, brief))
     return out
 
