@@ -101,3 +101,69 @@ def test_compare_json_and_csv(tmp_path, capsys):
     assert rows[0]["position"] == "1" and len(rows) == len({r["algorithm"] for r in rows})
     status, out, err = run(capsys, "compare", "allreduce", "-P", "8", "--csv", str(tmp_path / "no" / "x.csv"))
     assert status == 2 and "does not exist" in err
+
+
+# ---- what an answer can be trusted for (sim/caveats.py, tune/recheck.py) --------------------------------
+
+def test_compare_names_the_network_and_the_models_caveats(tmp_path, capsys):
+    """--model flow without --topology runs on the engine's ideal crossbar: the header says so. Direct
+    send among the candidates: flow lacks head-of-line blocking and finite buffers (shift-based paper §5),
+    the 16-rank, 1 MiB problem is tiny, so the candidates within 2.45× are re-ranked by the packet model;
+    --json carries the same per size."""
+    path = tmp_path / "c.json"
+    status, out, err = run(capsys, "compare", "reduce_scatter", "-P", "16", "--sizes", "1M", "--model", "flow",
+                           "--jobs", "1", "--json", str(path))
+    assert status == 0, err
+    head = out.splitlines()[0]
+    assert head.startswith("reduce_scatter on P=16, flow model: ideal crossbar (16 endpoints, 2 GB/s links")
+    assert "model: flow: fluid flows" in out and "settings: defaults" in out
+    assert "ranked by the packet model" in out and "time (packet)" in out
+    doc = json.loads(path.read_text())
+    (answer,) = doc["answers"]
+    assert answer["size"] == 1 << 20 and answer["model"] == "flow"
+    assert [c["family"] for c in answer["caveats"]] == ["many-to-one"]
+    assert answer["recheck"]["model"] == "packet" and "direct_send" in answer["recheck"]["times_s"]
+    packet = [r["packet_time_s"] for r in doc["rows"] if r["packet_time_s"] is not None]
+    assert packet == sorted(packet) and len(packet) >= 2        # the re-ranked rows lead, in the packet order
+
+
+def test_compare_no_recheck_and_alpha_beta_gamma(capsys):
+    status, out, err = run(capsys, "compare", "reduce_scatter", "-P", "16", "--sizes", "1M", "--model", "flow",
+                           "--jobs", "1", "--no-recheck")
+    assert status == 0 and "ranked by the packet model" not in out
+    assert "caveat: flow lacks head-of-line blocking and finite buffers, which decide direct_send" in out
+    status, out, err = run(capsys, "compare", "reduce_scatter", "-P", "16", "--sizes", "1M", "--jobs", "1")
+    assert status == 0 and "α-β-γ model: no network" in out
+    assert "caveat: α-β-γ has no network" in out and "ranked by the packet model" not in out
+    status, out, err = run(capsys, "compare", "allreduce", "-P", "8", "--recheck-budget", "0")
+    assert status == 2 and "--recheck-budget" in err
+
+
+def test_tune_prints_the_model_and_caveats_and_json_has_verdicts(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    status, out, err = run(capsys, "tune", "reduce_scatter", "-P", "12", "--sizes", "64K", "--topology", "kary:12,2",
+                           "--routing", "ftree", "--orders", "routing", "--libraries", "", "--jobs", "1",
+                           "--json", str(path))
+    assert status == 0, err
+    assert "model: static contention" in out
+    assert "ranked by the packet model at 1 of 1 points" in out and "time (packet)" in out
+    doc = json.loads(path.read_text())
+    (verdict,) = doc["verdicts"]
+    assert verdict["model"] == "static" and verdict["recheck"]["model"] == "packet"
+    assert verdict["best"] in verdict["recheck"]["times_s"]
+    status, out, err = run(capsys, "tune", "reduce_scatter", "-P", "12", "--sizes", "64K", "--topology", "kary:12,2",
+                           "--routing", "ftree", "--orders", "routing", "--libraries", "", "--jobs", "1",
+                           "--no-recheck")
+    assert status == 0 and "ranked by the packet model" not in out
+    assert "caveat: static lacks head-of-line blocking, finite buffers and NIC queue-pair interleaving" in out
+
+
+def test_tune_with_an_event_model_and_no_network_names_the_crossbar(capsys):
+    """`tune --model flow` without --topology runs on the engine's ideal crossbar (it failed with an
+    AttributeError in the batch wrapper before); the header says so, and allreduce, whose candidates differ
+    by no listed mechanism, says that too."""
+    status, out, err = run(capsys, "tune", "allreduce", "-P", "8", "--sizes", "8", "--model", "flow", "--jobs", "1",
+                           "--libraries", "")
+    assert status == 0, err
+    assert "flow model: ideal crossbar (one endpoint per rank, 2 GB/s links, no latency)" in out.splitlines()[0]
+    assert "caveats: none (the candidates differ by no mechanism the flow model lacks)" in out

@@ -316,28 +316,39 @@ def _platform(args) -> tuple:
     return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
 
-def _print_ranking(collective, p, rows, model, platform, preset=None) -> None:
+def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=None) -> None:
     from .schedules.sizes import CONVENTION
     from .sim import AlphaBetaGamma, StaticContention
+    from .tune.recheck import model_line, platform_text, row_key
     options = getattr(model, "options", None)
     if options is not None:   # an event model: its protocol and preset (topocoll.sim.presets)
         from .sim.presets import describe_preset
-        print(f"{collective} on P={p}, {model.name} model, {describe_preset(preset, options)}: {platform.describe()}")
+        print(f"{collective} on P={p}, {model.name} model, {describe_preset(preset, options)}: "
+              f"{platform_text(platform, model, p)}")
     else:
-        print(f"{collective} on P={p}, {model.name} model: {platform.describe()}")
+        print(f"{collective} on P={p}, {model.name} model: {platform_text(platform, model, p)}")
+    print(model_line(model))
     static = isinstance(model, StaticContention)
     links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
     sizes = list(dict.fromkeys(r.size for r in rows))
     for size in sizes:
+        verdict = (verdicts or {}).get(size)
+        packet = verdict is not None and verdict.by_packet
         table = [("rank", "algorithm", "params", "rounds", "msgs/rank", "bytes/rank", "time (model)")]
+        if packet:
+            table[0] += ("time (packet)",)
         if static:
             table[0] += ("congestion", "hottest link")
         elif links:
             table[0] += ("hottest link",)
-        for r in (r for r in rows if r.size == size):
+        mine = [r for r in rows if r.size == size]
+        for r in mine:
             shown = ", ".join(f"{k}={v}" for k, v in r.params.items()) or "-"
             row = (str(r.position), r.algorithm, shown, str(r.report.rounds), str(r.report.max_messages_per_rank),
                    _bytes(r.report.max_bytes_per_rank), f"{r.time * 1e6:.2f} µs")
+            if packet:
+                key = row_key(r)
+                row += (f"{verdict.rechecked[key] * 1e6:.2f} µs" if key in verdict.rechecked else "-",)
             if static:
                 row += (f"{r.estimate.congestion:.3g}×", r.estimate.hot_link)
             elif links:
@@ -346,6 +357,8 @@ def _print_ranking(collective, p, rows, model, platform, preset=None) -> None:
         kind = CONVENTION[collective]
         print(f"\nmessage size {_bytes(size)} ({kind}):" if kind != "none" else "\nno message (barrier):")
         print(_table(table))
+        for line in (verdict.lines() if verdict is not None else []):
+            print(line)
 
 
 class _Progress:
@@ -451,16 +464,20 @@ def cmd_compare(args) -> int:
         say_first(f"compare {args.collective} P={args.procs}: {evaluations} evaluations, {messages:,} messages, "
                   f"{model.name} model, {processes} process{'es' if processes != 1 else ''}", seconds)
 
+    from .tune.recheck import budget_from, platform_text, rerank_rows
+    budget = budget_from(args)
     try:
         rows = rank(args.collective, args.procs, sizes, model=model, platform=platform, op=args.op,
                     workers=args.jobs, on_result=progress if progress.active else None, on_plan=plan)
     finally:
         progress.close()
+    rows, verdicts = rerank_rows(args.collective, args.procs, rows, model, platform, budget=budget)
     if "-" not in (args.json, args.csv):
-        _print_ranking(args.collective, args.procs, rows, model, platform, getattr(args, "preset", None))
+        _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None))
     if args.json is not None:
         write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform,
-                                                          getattr(args, "preset", None)))
+                                                       preset=getattr(args, "preset", None), verdicts=verdicts,
+                                                       network=platform_text(platform, model, args.procs)))
     if args.csv is not None:
         write_output("--csv", args.csv, ranking_csv(rows))
     return 0
@@ -578,6 +595,8 @@ def _compare_arguments(p) -> None:
                         f"{PROGRESS_DELAY:g} s); stdout keeps only the final tables")
     p.add_argument("--json", metavar="FILE", help="also write the ranking as JSON (- : to stdout, instead of the table)")
     p.add_argument("--csv", metavar="FILE", help="also write the ranking as CSV (- : to stdout, instead of the table)")
+    from .tune.recheck import add_recheck_arguments
+    add_recheck_arguments(p)
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 

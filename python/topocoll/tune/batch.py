@@ -93,6 +93,13 @@ class _KnownProgram:
     def buffers(self):
         return self._buffers          # the program's (from the first schedule; the probes agree)
 
+    def __getattr__(self, name):
+        # every other view (op_count, round_sizes, streams, ...: the event models' estimates) is the
+        # schedule's own pattern's, as the docstring says; without this `tune --model flow` failed
+        if name.startswith("__") or name in ("_pattern", "_buffers", "_chunks"):
+            raise AttributeError(name)
+        return getattr(self._pattern, name)
+
     def chunks(self, block_bytes):
         for chunk in self._chunks:
             yield dataclasses.replace(chunk, nbytes=run_bytes(block_bytes, chunk.run_ptr, chunk.run_dst,

@@ -115,10 +115,21 @@ def _ranking_rows(rows) -> list[dict]:
     return out
 
 
-def ranking_json(collective: str, p: int, rows, model, platform, preset: str | None = None) -> str:
-    """``topocoll compare --json``: the ranking as one JSON object."""
-    return json.dumps({"collective": collective, "p": p, "model": model.name, "preset": preset,
-                       "platform": platform.describe(), "rows": _ranking_rows(rows)}, indent=1) + "\n"
+def ranking_json(collective: str, p: int, rows, model, platform, *, preset: str | None = None, verdicts=None,
+                 network: str | None = None) -> str:
+    """``topocoll compare --json``: the ranking as one JSON object; with
+    ``verdicts`` (:func:`.recheck.rerank_rows`) each size's model, settings,
+    caveats and packet-model re-rank (``answers``), and each row's packet
+    time where it was re-ranked (``packet_time_s``)."""
+    doc = {"collective": collective, "p": p, "model": model.name, "preset": preset, "platform": platform.describe(),
+           "rows": _ranking_rows(rows)}
+    if verdicts is not None:
+        from .recheck import row_key
+        doc["network"] = network or platform.describe()
+        doc["answers"] = [{"size": size, **v.as_dict()} for size, v in verdicts.items()]
+        for row, r in zip(doc["rows"], rows):
+            row["packet_time_s"] = verdicts[r.size].rechecked.get(row_key(r))
+    return json.dumps(doc, indent=1) + "\n"
 
 
 def ranking_csv(rows) -> str:
@@ -239,6 +250,7 @@ def cmd_tune(args) -> int:
     if args.explain is not None:
         explain = (_one_int("--explain P", args.explain[0]), parse_size(args.explain[1]))
     from ..progress import bar, say_first
+    from .recheck import budget_from
     shown = {}
 
     def plan(evaluations, batches, processes, seconds):
@@ -255,7 +267,7 @@ def cmd_tune(args) -> int:
                      routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
                      reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
-                     seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan)
+                     seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan, recheck=budget_from(args))
     finally:
         if shown.get("bar") is not None:
             shown["bar"].close()
@@ -348,6 +360,8 @@ def add_tune_parser(sub) -> None:
                    help="bytes per element (default 8, MPI_DOUBLE)")
     p.add_argument("--keep", type=bounded_int(1, 64, what="parameter values kept"), default=KEEP,
                    help=f"parameter values kept per algorithm after α-β-γ pruning (default {KEEP})")
+    from .recheck import add_recheck_arguments
+    add_recheck_arguments(p)
     p.add_argument("--explain", nargs=2, metavar=("P", "SIZE"),
                    help="print why the winner wins at one grid point instead of the table")
     p.add_argument("--json", metavar="FILE", help="write the decision table as JSON (- for stdout)")

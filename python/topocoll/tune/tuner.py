@@ -126,6 +126,7 @@ class GridPoint:
     size: int
     choices: list[Choice]                      # every candidate evaluated, fastest first
     libraries: dict[str, LibraryPoint]
+    verdict: object = None                     # .recheck.Verdict where tune(recheck=...) judged it
 
     @property
     def best(self) -> Choice:
@@ -140,6 +141,10 @@ class GridPoint:
     def margin(self) -> float | None:
         """How much slower the runner-up is, as a fraction (0.25: 25 % slower)."""
         ru = self.runner_up
+        v = self.verdict
+        if ru is not None and v is not None and v.by_packet:      # ranked by the packet model: its times
+            best, other = v.rechecked.get(self.best.label()), v.rechecked.get(ru.label())
+            return None if best is None or other is None or best <= 0 else other / best - 1.0
         return None if ru is None or self.best.time <= 0 else ru.time / self.best.time - 1.0
 
     def gain(self, library: str) -> float | None:
@@ -193,6 +198,7 @@ class DecisionTable:
     skipped: int = 0
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
+    judged: bool = False                       # tune(recheck=...) gave every point a verdict
 
     # ---- the rules ----------------------------------------------------------------------
 
@@ -301,7 +307,17 @@ class DecisionTable:
                 "model": self.model, "platform": self.platform, "orders": self.orders, "itemsize": self.itemsize,
                 "seed": self.seed, "budget_s": self.budget, "evaluated": self.evaluated, "skipped": self.skipped,
                 "elapsed_s": round(self.elapsed, 3), "notes": self.notes, "rules": rules,
-                "points": [{k: _jsonable(v) for k, v in row.items()} for row in self.rows()]}
+                "points": [{k: _jsonable(v) for k, v in row.items()} for row in self.rows()],
+                **(self._judged_json() if self.judged else {})}
+
+    def _judged_json(self) -> dict:
+        """Each point's model, caveats and packet-model re-rank (``tune(recheck=...)``)."""
+        first = next(iter(self.points.values())).verdict
+        out = {"model_text": first.model_text, "model_settings": _jsonable(first.settings), "verdicts": []}
+        for (coll, p, size), pt in self.points.items():
+            out["verdicts"].append({"collective": coll, "p": p, "size": size, "best": pt.best.label(),
+                                    **_jsonable(pt.verdict.as_dict())})
+        return out
 
     def to_csv(self) -> str:
         rows = self.rows()
@@ -323,8 +339,13 @@ class DecisionTable:
                  + (f", {self.skipped} skipped (budget {self.budget:g} s)" if self.skipped else "")
                  + f" in {self.elapsed:.1f} s"]
         lines += [f"note: {n}" for n in self.notes]
+        if self.judged:
+            from ..sim.caveats import settings_text
+            first = next(iter(self.points.values())).verdict
+            lines.append(f"model: {first.model_text}; settings: {settings_text(first.settings)}")
         for coll in self.collectives:
-            head = ["P", "size", "best", "time", "runner-up", "margin"]
+            packet = self.judged and any(pt.verdict.by_packet for (c, _, _), pt in self.points.items() if c == coll)
+            head = ["P", "size", "best", "time"] + (["time (packet)"] if packet else []) + ["runner-up", "margin"]
             head += [f"{lib} default" for lib in self.libraries] + [f"gain vs {lib}" for lib in self.libraries]
             rows = [tuple(head)]
             for p in self.procs:
@@ -333,15 +354,22 @@ class DecisionTable:
                     if pt is None:
                         continue
                     ru = pt.runner_up
-                    row = [str(p), human_bytes(size) if CONVENTION[coll] != "none" else "-", pt.best.label(),
-                           _us(pt.best.time), ru.label() if ru else "-",
+                    mark = " †" if pt.verdict is not None and pt.verdict.by_packet else ""
+                    row = [str(p), human_bytes(size) if CONVENTION[coll] != "none" else "-", pt.best.label() + mark,
+                           _us(pt.best.time)]
+                    if packet:
+                        t = pt.verdict.rechecked.get(pt.best.label()) if pt.verdict.by_packet else None
+                        row.append(_us(t) if t is not None else "-")
+                    row += [ru.label() if ru else "-",
                            f"{pt.margin * 100:.1f}%" if pt.margin is not None else "-"]
                     row += [pt.libraries[lib].choice.algorithm.removeprefix("MPIR_") if lib in pt.libraries else "-"
                             for lib in self.libraries]
                     row += [(f"{pt.gain(lib):.2f}×" if pt.gain(lib) is not None else "not modelled")
                             for lib in self.libraries]
                     rows.append(tuple(row))
-            lines += ["", f"{coll} ({CONVENTION[coll]}):", table(rows), "", f"{coll} decision rules:"]
+            lines += ["", f"{coll} ({CONVENTION[coll]}):", table(rows)]
+            lines += self._verdict_lines(coll)
+            lines += ["", f"{coll} decision rules:"]
             for block in self.rules(coll, exact=True):
                 prange = (f"P {block.lo}" if block.lo == block.hi else f"P {block.lo}..{block.hi}"
                           if block.hi is not None else f"P ≥ {block.lo}")
@@ -351,6 +379,34 @@ class DecisionTable:
                               else f"≥ {human_bytes(r.lo)}")
                     lines.append(f"  {prange:<14} size {srange:<22} → {r.choice.label()}")
         return "\n".join(lines)
+
+    def _verdict_lines(self, collective: str) -> list[str]:
+        """The re-rank and the caveats of one collective's points, each said once with where it applies."""
+        if not self.judged:
+            return []
+        from ..text import human_bytes
+        pts = [pt for (coll, _, _), pt in self.points.items() if coll == collective]
+        out = []
+        rechecked = [pt for pt in pts if pt.verdict.by_packet]
+        if rechecked:
+            reason = rechecked[0].verdict.recheck_reason.split("\n")[0]
+            out.append(f"† ranked by the packet model at {len(rechecked)} of {len(pts)} points "
+                       f"({_where(rechecked)}) because {reason}")
+        said: dict[tuple, list] = {}       # (model, family, mechanisms) or a skip reason -> [caveat, affected, points]
+        for pt in pts:
+            v = pt.verdict
+            for c in (v.remaining if v.by_packet else v.caveats):
+                entry = said.setdefault((c.model, c.family, c.mechanisms), [c, {}, []])
+                entry[1].update(dict.fromkeys(c.affected))
+                entry[2].append(pt)
+            if v.skipped:
+                reason = v.skipped if "budget" not in v.skipped else \
+                    "not re-ranked by the packet model: over --recheck-budget (the largest points come last)"
+                said.setdefault((reason,), [None, {}, []])[2].append(pt)
+        for key, (c, affected, where) in said.items():
+            line = f"caveat: {c.line(tuple(affected))}" if c is not None else key[0]
+            out.append(f"{line} [{_where(where) if len(where) < len(pts) else 'every point'}]")
+        return out or [f"caveats: none (the candidates differ by no mechanism the {self.model} model lacks)"]
 
     def explain(self, collective: str, p: int, size: int) -> str:
         """Why the winner wins at one point: rounds, bytes, α-β-γ terms, hottest links, overlap."""
@@ -393,6 +449,19 @@ class DecisionTable:
                     else lp.why or lp.choice.fidelity)
             lines.append(f"{LIBRARIES[lib]}: {lp.choice.text()} — {tail}")
         return "\n".join(lines)
+
+
+def _where(points) -> str:
+    """``P=64: 8 B, 64 KiB; P=144: 4 MiB`` (at most 6 sizes per P shown)."""
+    from ..text import human_bytes
+    by_p: dict[int, list[int]] = {}
+    for pt in points:
+        by_p.setdefault(pt.p, []).append(pt.size)
+    parts = []
+    for p, sizes in by_p.items():
+        shown = ", ".join(human_bytes(s) for s in sizes[:6]) + (f", … {len(sizes) - 6} more" if len(sizes) > 6 else "")
+        parts.append(f"P={p}: {shown}")
+    return "; ".join(parts)
 
 
 def _us(t: float) -> str:
@@ -678,7 +747,7 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
          reduce_bandwidth: float = 4e9, commutative: bool = True, idempotent: bool = False,
          libraries=tuple(LIBRARIES), budget: float | None = None, workers: int | None = 1, itemsize: int = 8,
          seed: int = 0, keep: int = KEEP, screen: float | None = SCREEN, on_progress=None,
-         on_plan=None) -> DecisionTable:
+         on_plan=None, recheck=False) -> DecisionTable:
     """Tune ``collectives`` over the grid ``procs`` × ``sizes``.
 
     Parameters
@@ -727,6 +796,14 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
         space is known, before any evaluation: ``seconds`` is the expected
         time (:func:`.batch.estimate_seconds`, from message counts and
         measured rates).
+    recheck : Budget, None or False
+        False (default): no verdicts. None: every point gets a
+        :class:`.recheck.Verdict` (the model, its settings, the caveats that
+        matter for its candidates). A :class:`.recheck.Budget`: the same, and
+        points whose candidates differ by a mechanism the model lacks are
+        re-ranked by the packet model where its estimated cost fits the
+        budget, cheapest points first (:func:`.recheck.judge`); a re-ranked
+        point's choices put the packet model's order first.
 
     Returns
     -------
@@ -894,10 +971,30 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
                     t, why = lib_times.get((choice.library, coll, p, size), (None, choice.fidelity))
                     libs[choice.library] = LibraryPoint(choice, t, why if t is None else "")
                 points[coll, p, size] = GridPoint(coll, p, size, found, libs)
+    if recheck is not False:
+        _judge_points(points, model, {g: s.platform for g, s in groups.items()}, abg_platform, itemsize, recheck)
     return DecisionTable(collectives, procs, sizes, commutative, idempotent, model.name,
-                         (Platform(**base_values).describe() if topology is None
+                         (_describe_bare(model, base_values) if topology is None
                           else _describe(groups, procs)), [o for o in orders], libraries, itemsize, seed, budget,
-                         points, evaluated=evaluated, skipped=skipped, elapsed=_time.monotonic() - start, notes=notes)
+                         points, evaluated=evaluated, skipped=skipped, elapsed=_time.monotonic() - start, notes=notes,
+                         judged=recheck is not False)
+
+
+def _judge_points(points: dict, model, platforms: dict, abg_platform: Platform, itemsize: int, budget) -> None:
+    """Give every point a verdict (:func:`.recheck.judge`) on its fastest choice per algorithm; smallest
+    points first, so a budget runs out on the largest. A re-ranked point's choices put the re-ranked ones
+    first in the packet model's order."""
+    from .recheck import Candidate, judge
+    for (coll, p, size), pt in sorted(points.items(), key=lambda kv: (kv[0][2] * kv[0][1], kv[0])):
+        fixed = list(pt.fixed().values())
+        cands = [Candidate(c.algorithm, dict(c.params), c.time, c.label(),
+                           platform=platforms.get((p, c.order), abg_platform), report=c.report) for c in fixed]
+        first = cands[0].platform
+        pt.verdict = judge(coll, p, size, cands, model, first, itemsize=itemsize, budget=budget)
+        if pt.verdict.by_packet:
+            by_label = {c.label(): c for c in fixed}
+            moved = [by_label[k] for k in pt.verdict.order]
+            pt.choices = moved + [c for c in pt.choices if c not in moved]
 
 
 def _batch(tier: int, collective: str, p: int, spec: dict, itemsize: int) -> Batch:
@@ -916,6 +1013,15 @@ def _batch(tier: int, collective: str, p: int, spec: dict, itemsize: int) -> Bat
         rankwise = False
     return Batch(collective, info.name, p, params, args, spec["comm"], spec["idem"], "tune", tier,
                  tuple(spec["jobs"]), work=work, rankwise=rankwise)
+
+
+def _describe_bare(model, base_values: dict) -> str:
+    """The machine without a topology: the α-β-γ model's, or the ideal crossbar an event model runs on."""
+    text = Platform(**base_values).describe()
+    if isinstance(model, AlphaBetaGamma):
+        return text
+    return (f"ideal crossbar (one endpoint per rank, {base_values['bandwidth'] / 1e9:g} GB/s links, no latency), "
+            + text.replace(f", β = 1/({base_values['bandwidth'] / 1e9:g} GB/s)", ""))
 
 
 def _describe(groups, procs) -> str:
