@@ -1,0 +1,458 @@
+"""Greedy matching over a time-expanded network, with routes.
+
+TACOS (Won et al., "TACOS: Topology-Aware Collective Algorithm Synthesizer",
+MICRO 2024, §IV) expands a point-to-point topology in time and, step by
+step, matches every link with a chunk its source holds and its destination
+lacks (its Algorithm 1: link–chunk matching, random among the candidates),
+a link of cost ``α + β·chunk`` occupying one step. Here the unit is a
+*transfer between two ranks over their static route*: a transfer occupies
+every link of its route for its whole duration (on a switched fabric a chunk
+crosses the host link, the switches' links and the destination's host link
+at once, not hop by hop), so one step's matching is a set of rank pairs whose
+routes fit the links' bandwidths together — link-disjoint where links are
+alike, "weighted by link bandwidth" where they are not: a transfer runs at
+its route's bottleneck bandwidth (the rate a lone flow gets in the flow
+model) and a link carries transfers whose rates sum to at most its own.
+
+Time is discrete: one *step* τ is the duration of a one-chunk transfer from
+a typical rank's nearest source (``α + latency + chunk/bandwidth``); a
+transfer of ``n`` chunks on a slower or longer route lasts
+``⌈(α + latency + n·chunk·(1/bandwidth + γ))/τ⌉`` steps and holds its links
+that long (TACOS' multi-step links of the time-expanded network). Each rank
+starts at most ``⌊τ/α⌋`` sends a step (the sender's CPU overhead, LogGP's
+``o``), at least one.
+
+:func:`spread` builds collectives with copies (all-gather, broadcast; the
+reduce-scatter as its time reversal, :mod:`.plan`): each step, every rank
+that still lacks chunks proposes sources — its nearest ranks (fewest steps,
+then hops: on a torus its neighbours, on a fat tree its leaf switch first)
+and a few random holders — candidate pairs with a useful chunk are accepted
+in order of route cost (then at random) while their links have room (one
+pass computes, per link, the running sum of the rates of the candidates
+that ask for it in priority order; a candidate passes where every link of
+its route does), at most one new transfer per destination and source a pass,
+passes repeated until none is accepted; each accepted pair carries the
+rarest chunks (fewest holders, in flight included: BitTorrent's rarest
+first) its source has and its destination neither has nor receives, up to
+``agg`` of them.
+
+:func:`direct` builds the all-to-all (every message straight over its
+route, no forwarding): a multi-commodity flow scheduled greedily per step —
+every source offers its next ``window`` pending destinations in shift order
+(``s + 1, s + 2, …``: contention-free on full fat trees with d-mod-k, Zahavi
+2010), accepted by the same link test.
+
+Everything is arrays: holdings as bit sets (64 chunks a word), candidates
+and routes as NumPy columns; no Python object per chunk or transfer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ScheduleError
+from .routes import PairRoutes
+
+__all__ = ["Transfers", "spread", "direct", "step_length"]
+
+#: bandwidth slack of the link test (rates summed in floating point)
+SLACK = 1e-9
+#: a transfer lasting (1 + this) steps or less counts as that many whole steps (rounding of sums)
+ROUND_DOWN = 0.02
+#: nearest sources every destination proposes per step
+NEAR = 12
+#: random holders every destination proposes per step
+RANDOM = 6
+#: passes of the matching per step (a destination gains at most one transfer a pass)
+PASSES = 16
+
+
+@dataclass
+class Transfers:
+    """Planned transfers as columns: ``src`` sends chunks ``chunks[chunk_ptr[i]:chunk_ptr[i+1]]``
+    to ``dst`` in steps ``step .. step + steps − 1``; ``tau``: seconds per step."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    step: np.ndarray
+    steps: np.ndarray
+    chunk_ptr: np.ndarray
+    chunks: np.ndarray
+    tau: float
+
+    @property
+    def n(self) -> int:
+        return int(self.src.shape[0])
+
+    @property
+    def makespan(self) -> int:
+        """Steps until the last transfer ends."""
+        return int((self.step + self.steps).max()) if self.n else 0
+
+
+def step_length(dur1: np.ndarray) -> float:
+    """τ: the median over destinations of the fastest one-chunk transfer into each."""
+    best = dur1.min(axis=0)
+    best = best[np.isfinite(best)]
+    return float(np.median(best)) if best.size else 1.0
+
+
+def _steps(dur: np.ndarray, tau: float) -> np.ndarray:
+    """Whole steps of each duration (at least one; ``inf`` → 2^40)."""
+    steps = np.ceil(np.minimum(dur / tau, float(1 << 40)) - ROUND_DOWN)
+    return np.maximum(1, steps).astype(np.int64)
+
+
+class _Links:
+    """Link occupancy: rates in use now, released at the end step of each transfer."""
+
+    def __init__(self, pr: PairRoutes):
+        self.pr = pr
+        self.used = np.zeros(pr.n_links)
+        self.cap = pr.link_bw * (1 + SLACK)
+        self.release: dict[int, list] = {}
+
+    def free(self, t: int) -> None:
+        for links, rates in self.release.pop(t, ()):
+            np.subtract.at(self.used, links, rates)
+
+    def take(self, pairs: np.ndarray, rates: np.ndarray, ends: np.ndarray) -> None:
+        owner, links = self.pr.links_of(pairs)
+        r = rates[owner]
+        np.add.at(self.used, links, r)
+        e = ends[owner]
+        for end in np.unique(ends):
+            sel = e == end
+            self.release.setdefault(int(end), []).append((links[sel], r[sel]))
+
+    def fit(self, pairs: np.ndarray, rates: np.ndarray) -> np.ndarray:
+        """Which candidates (``pairs`` in priority order) fit: every link of the
+        route has room for the rates of the candidates before it that ask for
+        it, plus its own (module doc)."""
+        owner, links = self.pr.links_of(pairs)
+        if links.shape[0] == 0:
+            return np.ones(pairs.shape[0], dtype=bool)
+        # a candidate that does not fit alone takes no room from the others
+        alone = np.bincount(owner[self.used[links] + rates[owner] > self.cap[links]], minlength=pairs.shape[0]) == 0
+        keep = alone[owner]
+        owner, links = owner[keep], links[keep]
+        order = np.argsort(links, kind="stable")        # by link, then priority (owners ascend)
+        l, o = links[order], owner[order]
+        r = rates[o]
+        cum = np.cumsum(r)
+        start = np.concatenate(([True], l[1:] != l[:-1]))
+        base = np.maximum.accumulate(np.where(start, cum - r, 0.0))
+        within = cum - base
+        bad = self.used[l] + within > self.cap[l]
+        fails = np.bincount(o[bad], minlength=pairs.shape[0])
+        return (fails == 0) & alone
+
+
+def _first_of(keys: np.ndarray) -> np.ndarray:
+    """Mask of the first occurrence of each key (in array order)."""
+    _, idx = np.unique(keys, return_index=True)
+    mask = np.zeros(keys.shape[0], dtype=bool)
+    mask[idx] = True
+    return mask
+
+
+def _words(c: int) -> int:
+    return max(1, -(-c // 64))
+
+
+def _pack(mat: np.ndarray) -> np.ndarray:
+    """Rows of a bool matrix as little-endian bit sets of uint64 words."""
+    p, c = mat.shape
+    w = _words(c)
+    out = np.zeros((p, w * 8), dtype=np.uint8)
+    out[:, : -(-c // 8)] = np.packbits(mat, axis=1, bitorder="little")
+    return out.view(np.uint64)
+
+
+def _set_bits(bits: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
+    np.bitwise_or.at(bits, (rows, cols >> 6), np.left_shift(np.uint64(1), (cols & 63).astype(np.uint64)))
+
+
+def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: float, gamma: float = 0.0,
+           agg: int = 1, transposed: bool = False, near_first: bool = True, rng: np.random.Generator,
+           progress=None) -> Transfers:
+    """Copies of every chunk to every rank, greedily matched step by step (module doc).
+
+    Parameters
+    ----------
+    pr : PairRoutes
+    holders : bool array (P, C)
+        Who holds which chunk at the start (all-gather: each rank its own;
+        broadcast: the root all).
+    chunk_bytes : float
+        Bytes of one chunk (the largest block).
+    alpha, gamma : float
+        Sender overhead per message (s) and reduction time per byte (s/B,
+        charged on the receiving side of a reduce-scatter's transfers).
+    agg : int
+        Most chunks per transfer (``C`` or more: every useful chunk).
+    transposed : bool
+        Plan transfer ``s → d`` on the route ``d → s`` (the reduce-scatter is
+        the time reversal of this plan, :mod:`.plan`).
+    near_first : bool
+        Accept candidates cheapest route first (else in random order).
+    rng : numpy.random.Generator
+    progress : callable, optional
+        ``progress(done_fraction)`` now and then.
+    """
+    holders = np.asarray(holders, dtype=bool)
+    p, c = holders.shape
+    if p == 1 or c == 0 or holders.all():
+        z = np.zeros(0, dtype=np.int64)
+        return Transfers(z, z, z, z, np.zeros(1, dtype=np.int64), z, 1.0)
+    if not holders.any(axis=0).all():
+        raise ScheduleError("spread: a chunk nobody holds, expected every chunk at one rank at least")
+    ranks = np.arange(p, dtype=np.int64)
+
+    def pair(s, d):
+        return d * p + s if transposed else s * p + d
+
+    src_all, dst_all = np.divmod(np.arange(p * p, dtype=np.int64), p)
+    pid = pair(src_all, dst_all)
+    rate = pr.rate[pid].reshape(p, p)          # [s, d], virtual orientation
+    lat = pr.latency[pid].reshape(p, p)
+    hops = pr.hops[pid].reshape(p, p)
+    per_chunk = chunk_bytes * (1.0 / rate + gamma)
+    dur1 = alpha + lat + per_chunk
+    np.fill_diagonal(dur1, np.inf)
+    tau = step_length(dur1)
+    k1 = _steps(dur1, tau)
+    sends_per_step = max(1, int(tau / alpha + 1e-9)) if alpha > 0 else 1 << 30
+
+    # nearest sources of every destination: fewest steps, then hops, then at random
+    key = (np.minimum(k1, 1 << 20).astype(np.float64) * 1e6 + hops * 1e3 + rng.random((p, p)) * 999.0).T
+    np.fill_diagonal(key, np.inf)
+    kn = min(p - 1, NEAR)
+    near = np.argsort(key, axis=1)[:, :kn]                       # near[d] = sources
+    kr = min(p - 1, RANDOM)
+
+    have = holders.copy()
+    will = holders.copy()
+    have_bits, will_bits = _pack(have), _pack(will)
+    held = int(have.sum())
+    target = p * c
+    will_count = will.sum(axis=1)
+    holdcount = will.sum(axis=0).astype(np.float64)
+    has_any = have.any(axis=1)
+    links = _Links(pr)
+    arrivals: dict[int, list] = {}
+    out_src, out_dst, out_step, out_k, out_n, out_chunks = [], [], [], [], [], []
+    t = 0
+    stalls = 0
+    max_steps = 64 * (c + p) + 1024
+    shown = 0.0
+    while held < target:
+        if t > max_steps:
+            raise ScheduleError(f"spread: no end after {t} steps (P={p}, {c} chunks)")
+        for d, b in arrivals.pop(t, ()):
+            have[d, b] = True
+            _set_bits(have_bits, d, b)
+            held += int(d.shape[0])
+            has_any[d] = True
+        links.free(t)
+        if held >= target:
+            break
+        if progress is not None and held / target - shown > 0.02:
+            shown = held / target
+            progress(shown)
+        needy = np.flatnonzero(will_count < c)
+        accepted = 0
+        if needy.size:
+            accepted = _match_step(
+                t, needy, near, kr, has_any, rng, p, c, pair, have, will, have_bits, will_bits, holdcount,
+                will_count, rate, per_chunk, lat, k1, hops, alpha, tau, agg, sends_per_step, near_first, links,
+                arrivals, out_src, out_dst, out_step, out_k, out_n, out_chunks, exhaustive=stalls > 0)
+        if accepted:
+            stalls = 0
+            t += 1
+            continue
+        pending = [x for x in list(arrivals) + list(links.release) if x > t]
+        if pending:
+            t = min(pending)
+            continue
+        if needy.size == 0 or stalls:
+            raise ScheduleError(f"spread: stuck at step {t} with {target - held} chunk copies missing (P={p})")
+        stalls += 1       # nothing found among the sampled sources: try every source once
+    if progress is not None:
+        progress(1.0)
+    n = np.concatenate(out_n) if out_n else np.zeros(0, dtype=np.int64)
+    ptr = np.zeros(n.shape[0] + 1, dtype=np.int64)
+    np.cumsum(n, out=ptr[1:])
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
+    return Transfers(cat(out_src), cat(out_dst), cat(out_step), cat(out_k), ptr, cat(out_chunks), tau)
+
+
+def _match_step(t, needy, near, kr, has_any, rng, p, c, pair, have, will, have_bits, will_bits, holdcount,
+                will_count, rate, per_chunk, lat, k1, hops, alpha, tau, agg, sends_per_step, near_first, links,
+                arrivals, out_src, out_dst, out_step, out_k, out_n, out_chunks, *, exhaustive) -> int:
+    """One step of :func:`spread`: candidates, passes of the link test, chunks; returns transfers accepted."""
+    if exhaustive:
+        cs = np.tile(np.arange(p, dtype=np.int64), needy.shape[0])
+        cd = np.repeat(needy, p)
+    else:
+        holders = np.flatnonzero(has_any)
+        rand = holders[rng.integers(0, holders.shape[0], (needy.shape[0], kr))]
+        cs = np.concatenate((near[needy], rand), axis=1).ravel()
+        cd = np.repeat(needy, near.shape[1] + kr)
+    keep = cs != cd
+    cs, cd = cs[keep], cd[keep]
+    # one candidate per pair
+    u = _first_of(cs * p + cd)
+    cs, cd = cs[u], cd[u]
+    budget = np.full(p, sends_per_step, dtype=np.int64)
+    done_pair = np.zeros(0, dtype=np.int64)
+    total = 0
+    for _ in range(PASSES):
+        if cs.shape[0] == 0:
+            break
+        useful = ((have_bits[cs] & ~will_bits[cd]) != 0).any(axis=1)
+        ok = useful & (budget[cs] > 0)
+        if done_pair.shape[0]:
+            ok &= ~np.isin(cs * p + cd, done_pair)
+        cs, cd = cs[ok], cd[ok]
+        if cs.shape[0] == 0:
+            break
+        if near_first:
+            score = (np.minimum(k1[cs, cd], 1 << 20).astype(np.float64) * 1e6 + hops[cs, cd] * 1e3
+                     + rng.random(cs.shape[0]) * 999.0)
+        else:
+            score = rng.random(cs.shape[0])
+        order = np.argsort(score, kind="stable")
+        s_o, d_o = cs[order], cd[order]
+        fits = links.fit(pair(s_o, d_o), rate[s_o, d_o])
+        cand = np.flatnonzero(fits)
+        if cand.shape[0] == 0:
+            break
+        first = _first_of(d_o[cand]) & _first_of(s_o[cand])
+        pick = cand[first]
+        if pick.shape[0] == 0:
+            break
+        s_a, d_a = s_o[pick], d_o[pick]
+        # the chunks: rarest first among those the source has and the destination lacks
+        useful_m = have[s_a] & ~will[d_a]
+        prio = np.where(useful_m, holdcount[None, :] + rng.random(c)[None, :] * 0.5, np.inf)
+        if agg <= 1:
+            chosen = np.argmin(prio, axis=1)[:, None]
+        elif agg >= c:
+            chosen = None
+        else:
+            chosen = np.argpartition(prio, agg - 1, axis=1)[:, :agg]
+        if chosen is None:
+            rows, cols = np.nonzero(useful_m)
+        else:
+            rows = np.repeat(np.arange(pick.shape[0]), chosen.shape[1])
+            cols = chosen.ravel()
+            valid = np.isfinite(prio[rows, cols])
+            rows, cols = rows[valid], cols[valid]
+        order_rc = np.lexsort((cols, rows))
+        rows, cols = rows[order_rc], cols[order_rc]
+        n = np.bincount(rows, minlength=pick.shape[0]).astype(np.int64)
+        dr = d_a[rows]
+        will[dr, cols] = True
+        _set_bits(will_bits, dr, cols)
+        np.add.at(holdcount, cols, 1.0)
+        np.add.at(will_count, dr, 1)
+        dur = alpha + lat[s_a, d_a] + n * per_chunk[s_a, d_a]
+        k = _steps(dur, tau)
+        ends = t + k
+        links.take(pair(s_a, d_a), rate[s_a, d_a], ends)
+        for end in np.unique(ends):
+            sel = ends[rows] == end
+            arrivals.setdefault(int(end), []).append((dr[sel], cols[sel]))
+        np.subtract.at(budget, s_a, 1)
+        out_src.append(s_a)
+        out_dst.append(d_a)
+        out_step.append(np.full(pick.shape[0], t, dtype=np.int64))
+        out_k.append(k)
+        out_n.append(n)
+        out_chunks.append(cols.astype(np.int64))
+        done_pair = np.concatenate((done_pair, s_a * p + d_a))
+        total += pick.shape[0]
+        # drop the candidates of destinations that now receive everything they lack
+        alive = will_count[cd] < c
+        cs, cd = cs[alive], cd[alive]
+    return total
+
+
+def direct(pr: PairRoutes, *, message_bytes: float, alpha: float, window: int = 8,
+           rng: np.random.Generator, progress=None) -> Transfers:
+    """Every ordered pair's message straight over its route, scheduled by the
+    step-wise link test (module doc); ``chunks`` holds the destination (the
+    sender's block naming)."""
+    p = pr.p
+    if p == 1:
+        z = np.zeros(0, dtype=np.int64)
+        return Transfers(z, z, z, z, np.zeros(1, dtype=np.int64), z, 1.0)
+    ranks = np.arange(p, dtype=np.int64)
+    pref = (ranks[:, None] + np.arange(1, p, dtype=np.int64)[None, :]) % p      # shift order
+    pid = ranks[:, None] * p + pref
+    rate = pr.rate[pid]
+    dur = alpha + pr.latency[pid] + message_bytes / rate
+    tau = float(np.median(dur.min(axis=1)))
+    k = _steps(dur, tau)
+    sends_per_step = max(1, int(tau / alpha + 1e-9)) if alpha > 0 else 1 << 30
+    done = np.zeros((p, p - 1), dtype=bool)
+    links = _Links(pr)
+    out_src, out_dst, out_step, out_k = [], [], [], []
+    remaining = p * (p - 1)
+    t = 0
+    shown = 0.0
+    while remaining:
+        links.free(t)
+        pending = ~done
+        within = np.cumsum(pending, axis=1) <= window
+        rows, cols = np.nonzero(pending & within)
+        budget = np.full(p, sends_per_step, dtype=np.int64)
+        accepted = 0
+        for _ in range(PASSES):
+            if rows.shape[0] == 0:
+                break
+            ok = budget[rows] > 0
+            rows, cols = rows[ok], cols[ok]
+            if rows.shape[0] == 0:
+                break
+            score = cols + rng.random(rows.shape[0]) * 0.5
+            order = np.argsort(score, kind="stable")
+            r_o, c_o = rows[order], cols[order]
+            fits = links.fit(pid[r_o, c_o], rate[r_o, c_o])
+            cand = np.flatnonzero(fits)
+            if cand.shape[0] == 0:
+                break
+            pick = cand[_first_of(r_o[cand])]
+            r_a, c_a = r_o[pick], c_o[pick]
+            ends = t + k[r_a, c_a]
+            links.take(pid[r_a, c_a], rate[r_a, c_a], ends)
+            done[r_a, c_a] = True
+            np.subtract.at(budget, r_a, 1)
+            out_src.append(r_a)
+            out_dst.append(pref[r_a, c_a])
+            out_step.append(np.full(pick.shape[0], t, dtype=np.int64))
+            out_k.append(k[r_a, c_a])
+            accepted += pick.shape[0]
+            left = ~done[rows, cols]
+            rows, cols = rows[left], cols[left]
+        remaining -= accepted
+        if progress is not None and 1 - remaining / (p * (p - 1)) - shown > 0.02:
+            shown = 1 - remaining / (p * (p - 1))
+            progress(shown)
+        if accepted:
+            t += 1
+            continue
+        later = [x for x in links.release if x > t]
+        if not later:
+            raise ScheduleError(f"direct: stuck at step {t} with {remaining} messages left (P={p})")
+        t = min(later)
+    if progress is not None:
+        progress(1.0)
+    src = np.concatenate(out_src)
+    dst = np.concatenate(out_dst)
+    ptr = np.arange(src.shape[0] + 1, dtype=np.int64)
+    return Transfers(src, dst, np.concatenate(out_step), np.concatenate(out_k), ptr, dst.copy(), tau)

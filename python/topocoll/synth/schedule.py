@@ -1,0 +1,138 @@
+"""A plan as an ordinary topocoll schedule (one op table, :class:`~topocoll.schedules.arraypattern.TablePattern`).
+
+A planned transfer ``s → d`` of chunks ``B`` starting in step ``t`` of a
+phase is, in round ``offset + t`` (tag = round):
+
+=========  ==================================================================
+phase      operations
+=========  ==================================================================
+gather     ``s``: send ``data[B]``; ``d``: receive into ``data[B]``
+reduce     ``s``: send ``data[B]`` (its partial sum); ``d``: receive into a
+           scratch buffer ``tmp``/``tmp1``/… (one per transfer ``d`` takes in
+           the same step) and reduce it into ``data[B]``
+direct     ``s``: send ``send[d]`` (the input, copied first, as MPI's sendbuf);
+           ``d``: receive into ``data[s]``
+=========  ==================================================================
+
+Each rank posts, per round, its receives, then its reductions, then its sends.
+Dependencies come from data flow (a chunk is forwarded once received, a
+partial sum sent once every partial it adds has been reduced) plus one
+control chain per sender port: the sends leaving a rank by one link (the
+first link of their routes) run in the planned order, each after the one
+before it — without it every send whose data is there would start at once and
+share the port, undoing the plan (``TableBuilder``'s ``chain``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..schedules.arraypattern import Run, TableBuilder, TablePattern
+from ..schedules.ir import OperatorNeeds, Schedule, block_bounds
+from .plan import Plan
+
+__all__ = ["to_schedule", "scratch_slots"]
+
+
+def _pow2(n: np.ndarray) -> np.ndarray:
+    out = np.ones_like(n)
+    big = n > 1
+    out[big] = 1 << np.ceil(np.log2(n[big])).astype(np.int64)
+    return out
+
+
+def scratch_slots(dst: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """For reduce transfers: the position of each among those its receiver
+    takes in the same step (its scratch buffer, ``tmp`` for 0, ``tmp1`` …)."""
+    n = dst.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(n), step, dst))
+    d, s = dst[order], step[order]
+    start = np.concatenate(([True], (d[1:] != d[:-1]) | (s[1:] != s[:-1])))
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    slot = np.empty(n, dtype=np.int64)
+    slot[order] = np.arange(n) - first
+    return slot
+
+
+def _tmp(j: int) -> str:
+    return "tmp" if j == 0 else f"tmp{j}"
+
+
+class _Calls:
+    """A phase's transfers grouped for the table: by chunk count (rounded up to
+    a power of two, runs padded with empty ones) and, for reductions, scratch slot."""
+
+    def __init__(self, phase):
+        tr = phase.transfers
+        self.phase = phase
+        self.n = np.diff(tr.chunk_ptr)
+        self.width = _pow2(np.maximum(self.n, 1))
+        self.slot = scratch_slots(tr.dst, tr.step) if phase.kind == "reduce" else np.zeros(tr.n, dtype=np.int64)
+        self.groups = sorted({(int(w), int(j)) for w, j in zip(self.width.tolist(), self.slot.tolist())}) \
+            if tr.n else []
+
+    def runs(self, rows: np.ndarray, width: int) -> list:
+        tr = self.phase.transfers
+        n = self.n[rows]
+        u = np.arange(width)[None, :]
+        present = u < n[:, None]
+        at = np.minimum(tr.chunk_ptr[rows][:, None] + u, max(tr.chunks.shape[0] - 1, 0))
+        lo = np.where(present, tr.chunks[at] if tr.chunks.shape[0] else 0, 0)
+        return [Run(lo[:, i], present[:, i].astype(np.int64)) for i in range(width)]
+
+
+def _record(plan: Plan):
+    p, c = plan.p, plan.c
+    calls = [_Calls(ph) for ph in plan.phases]
+
+    def record(b: TableBuilder) -> None:
+        ranks = b.ranks
+        every = ranks.shape[0] == p
+        if plan.collective == "alltoall" and p > 1:
+            i = ranks
+            b.copy(i, [Run(0, i * c), Run((i + 1) * c, (p - 1 - i) * c)], dst="send", src="data", round=0)
+        for cl in calls:
+            ph, tr = cl.phase, cl.phase.transfers
+            rnd = ph.offset + tr.step
+            mine_s = np.ones(tr.n, dtype=bool) if every else np.isin(tr.src, ranks)
+            mine_d = np.ones(tr.n, dtype=bool) if every else np.isin(tr.dst, ranks)
+            if ph.kind == "direct":
+                rows = np.flatnonzero(mine_d)
+                b.recv(tr.dst[rows], tr.src[rows], Run(tr.dst[rows] * c, c), buf="data",
+                       into=Run(tr.src[rows] * c, c), round=rnd[rows])
+                rows = np.flatnonzero(mine_s)
+                b.send(tr.src[rows], tr.dst[rows], Run(tr.dst[rows] * c, c), buf="send", round=rnd[rows],
+                       chain=ph.port[rows])
+                continue
+            for w, j in cl.groups:
+                rows = np.flatnonzero(mine_d & (cl.width == w) & (cl.slot == j))
+                runs = cl.runs(rows, w)
+                buf = "data" if ph.kind == "gather" else _tmp(j)
+                b.recv(tr.dst[rows], tr.src[rows], runs, buf=buf, round=rnd[rows])
+            if ph.kind == "reduce":
+                for w, j in cl.groups:
+                    rows = np.flatnonzero(mine_d & (cl.width == w) & (cl.slot == j))
+                    b.reduce(tr.dst[rows], cl.runs(rows, w), dst="data", src=_tmp(j), side="right",
+                             round=rnd[rows])
+            for w in sorted({w for w, _ in cl.groups}):
+                rows = np.flatnonzero(mine_s & (cl.width == w))
+                b.send(tr.src[rows], tr.dst[rows], cl.runs(rows, w), buf="data", round=rnd[rows],
+                       chain=ph.port[rows])
+    return record
+
+
+def to_schedule(plan: Plan, count: int, itemsize: int, params: dict | None = None) -> Schedule:
+    """The schedule of ``plan`` on a vector of ``count`` elements of ``itemsize`` bytes
+    (``nblocks`` blocks, MPI-style uneven split), named ``synthesized``."""
+    p, c = plan.p, plan.c
+    bounds = block_bounds(count, plan.nblocks)
+    pattern = TablePattern(p, plan.nblocks, _record(plan))
+    reduces = plan.collective in ("reduce_scatter", "allreduce")
+    needs = OperatorNeeds(commutative=True) if reduces and p > 1 else OperatorNeeds()
+    own = (lambda r: range(r * c, (r + 1) * c))
+    return Schedule(plan.collective, "synthesized", p, count, itemsize, bounds, dict(params or {}), needs, pattern,
+                    root=plan.root if plan.collective == "bcast" else None,
+                    result_blocks=own if plan.collective == "reduce_scatter" else None,
+                    input_blocks=own if plan.collective == "allgather" else None)
