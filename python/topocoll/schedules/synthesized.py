@@ -68,7 +68,7 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
     plan = make_plan(collective, routes, c=v.c, block_bytes=max(1.0, _block_bytes(collective, p, count, itemsize,
                                                                                     nblocks)),
                      alpha=1e-6, gamma=0.25e-9 if collective in ("reduce_scatter", "allreduce") else 0.0,
-                     agg=(1 << 62) if v.agg == 0 else v.agg, near_first=v.near_first,
+                     agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
                      rng=np.random.default_rng(v.seed), root=root)
     return to_schedule(plan, count, itemsize, {"topology": topology, **v.params()})
 

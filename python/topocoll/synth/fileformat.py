@@ -22,7 +22,8 @@ for a reduction, ends at — rank ``b // chunks_per_rank``), ``network``
 null), and ``phases``: per phase ``kind`` (``gather``, ``reduce``,
 ``direct``), ``offset`` (first round), ``tau_s`` (seconds per step), and the
 transfers as arrays of equal length — ``src``, ``dst``, ``step``, ``steps``
-(duration in steps), ``port`` (first link of the route) — with their chunks
+(duration in steps), ``port`` and ``inport`` (first and last link of the
+route: the ports whose transfers run in the planned order) — with their chunks
 as ``chunk_ptr`` / ``chunks`` (transfer ``i`` carries
 ``chunks[chunk_ptr[i]:chunk_ptr[i+1]]``).
 """
@@ -113,7 +114,8 @@ def _phase_doc(ph: Phase) -> dict:
     return {"kind": ph.kind, "offset": int(ph.offset), "tau_s": float(tr.tau),
             **{name: getattr(tr, name).astype(np.int64).tolist()
                for name in ("src", "dst", "step", "steps", "chunk_ptr", "chunks")},
-            "port": ph.port.astype(np.int64).tolist()}
+            "port": ph.port.astype(np.int64).tolist(),
+            "inport": (ph.port if ph.inport is None else ph.inport).astype(np.int64).tolist()}
 
 
 @dataclass
@@ -226,9 +228,10 @@ def load(path, network=None) -> Loaded:
         step = _int_array(path, i, "step", ph.get("step"), 0, 1 << 40)
         steps = _int_array(path, i, "steps", ph.get("steps"), 1, 1 << 40)
         port = _int_array(path, i, "port", ph.get("port"), -1, 1 << 40)
+        inport = _int_array(path, i, "inport", ph.get("inport"), -1, 1 << 40)
         ptr = _int_array(path, i, "chunk_ptr", ph.get("chunk_ptr"), 0, 1 << 40)
         chunks = _int_array(path, i, "chunks", ph.get("chunks"), 0, nblocks - 1)
-        if not all(x.shape[0] == n for x in (dst, step, steps, port)) or ptr.shape[0] != n + 1 or \
+        if not all(x.shape[0] == n for x in (dst, step, steps, port, inport)) or ptr.shape[0] != n + 1 or \
                 (n and (ptr[0] != 0 or np.any(np.diff(ptr) < 1) or ptr[-1] != chunks.shape[0])):
             raise _bad(path, f"phase {i}: arrays of unequal length or chunk_ptr not rising from 0 to len(chunks), "
                              "expected one entry per transfer")
@@ -238,7 +241,8 @@ def load(path, network=None) -> Loaded:
         tau = ph.get("tau_s", 1.0)
         if not isinstance(offset, int) or offset < 0 or not isinstance(tau, (int, float)) or not tau > 0:
             raise _bad(path, f"phase {i}: offset={offset!r}, tau_s={tau!r}, expected an integer >= 0 and a time > 0")
-        phases.append(Phase(ph["kind"], Transfers(src, dst, step, steps, ptr, chunks, float(tau)), port, offset))
+        phases.append(Phase(ph["kind"], Transfers(src, dst, step, steps, ptr, chunks, float(tau)), port, offset,
+                            inport))
     plan = Plan(coll, p, nblocks, c, phases, root=root if coll == "bcast" else None,
                 settings=dict(doc.get("settings") or {}))
     return Loaded(path, plan, None, doc)

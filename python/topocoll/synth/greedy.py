@@ -68,6 +68,8 @@ NEAR = 12
 RANDOM = 6
 #: passes of the matching per step (a destination gains at most one transfer a pass)
 PASSES = 16
+#: orders of acceptance (:func:`spread`)
+ORDERS = ("near", "far", "random")
 
 
 @dataclass
@@ -132,31 +134,36 @@ class _Links:
         """Which candidates (``pairs`` in priority order) fit: every link of the
         route has room for the rates of the candidates before it that ask for
         it, plus its own (module doc)."""
+        n = pairs.shape[0]
         owner, links = self.pr.links_of(pairs)
         if links.shape[0] == 0:
-            return np.ones(pairs.shape[0], dtype=bool)
+            return np.ones(n, dtype=bool)
         # a candidate that does not fit alone takes no room from the others
-        alone = np.bincount(owner[self.used[links] + rates[owner] > self.cap[links]], minlength=pairs.shape[0]) == 0
+        alone = np.bincount(owner[self.used[links] + rates[owner] > self.cap[links]], minlength=n) == 0
         keep = alone[owner]
         owner, links = owner[keep], links[keep]
-        order = np.argsort(links, kind="stable")        # by link, then priority (owners ascend)
-        l, o = links[order], owner[order]
+        key = np.sort(links * n + owner)               # by link, then priority (owners ascend)
+        l, o = key // n, key % n
         r = rates[o]
         cum = np.cumsum(r)
         start = np.concatenate(([True], l[1:] != l[:-1]))
         base = np.maximum.accumulate(np.where(start, cum - r, 0.0))
         within = cum - base
         bad = self.used[l] + within > self.cap[l]
-        fails = np.bincount(o[bad], minlength=pairs.shape[0])
+        fails = np.bincount(o[bad], minlength=n)
         return (fails == 0) & alone
 
+    def ports_free(self, pairs: np.ndarray, rates: np.ndarray) -> np.ndarray:
+        """A quick necessary test: the first and last links of each route have room."""
+        first, last = self.pr.first[pairs], self.pr.last[pairs]
+        return (self.used[first] + rates <= self.cap[first]) & (self.used[last] + rates <= self.cap[last])
 
-def _first_of(keys: np.ndarray) -> np.ndarray:
-    """Mask of the first occurrence of each key (in array order)."""
-    _, idx = np.unique(keys, return_index=True)
-    mask = np.zeros(keys.shape[0], dtype=bool)
-    mask[idx] = True
-    return mask
+
+def _first_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """Mask of the first occurrence of each key ``0 .. size − 1`` (in array order)."""
+    first = np.full(size, keys.shape[0], dtype=np.int64)
+    np.minimum.at(first, keys, np.arange(keys.shape[0], dtype=np.int64))
+    return first[keys] == np.arange(keys.shape[0])
 
 
 def _words(c: int) -> int:
@@ -177,7 +184,7 @@ def _set_bits(bits: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
 
 
 def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: float, gamma: float = 0.0,
-           agg: int = 1, transposed: bool = False, near_first: bool = True, rng: np.random.Generator,
+           agg: int = 1, transposed: bool = False, order: str = "near", rng: np.random.Generator,
            progress=None) -> Transfers:
     """Copies of every chunk to every rank, greedily matched step by step (module doc).
 
@@ -197,8 +204,11 @@ def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: fl
     transposed : bool
         Plan transfer ``s → d`` on the route ``d → s`` (the reduce-scatter is
         the time reversal of this plan, :mod:`.plan`).
-    near_first : bool
-        Accept candidates cheapest route first (else in random order).
+    order : str
+        The order candidates are accepted in: ``near`` (cheapest route first),
+        ``far`` (dearest first: a tapered tree's scarce upper links, kept
+        busy importing what a neighbourhood lacks while its members trade
+        among themselves), ``random``.
     rng : numpy.random.Generator
     progress : callable, optional
         ``progress(done_fraction)`` now and then.
@@ -210,183 +220,214 @@ def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: fl
         return Transfers(z, z, z, z, np.zeros(1, dtype=np.int64), z, 1.0)
     if not holders.any(axis=0).all():
         raise ScheduleError("spread: a chunk nobody holds, expected every chunk at one rank at least")
-    ranks = np.arange(p, dtype=np.int64)
-
-    def pair(s, d):
-        return d * p + s if transposed else s * p + d
-
-    src_all, dst_all = np.divmod(np.arange(p * p, dtype=np.int64), p)
-    pid = pair(src_all, dst_all)
-    rate = pr.rate[pid].reshape(p, p)          # [s, d], virtual orientation
-    lat = pr.latency[pid].reshape(p, p)
-    hops = pr.hops[pid].reshape(p, p)
-    per_chunk = chunk_bytes * (1.0 / rate + gamma)
-    dur1 = alpha + lat + per_chunk
-    np.fill_diagonal(dur1, np.inf)
-    tau = step_length(dur1)
-    k1 = _steps(dur1, tau)
-    sends_per_step = max(1, int(tau / alpha + 1e-9)) if alpha > 0 else 1 << 30
-
-    # nearest sources of every destination: fewest steps, then hops, then at random
-    key = (np.minimum(k1, 1 << 20).astype(np.float64) * 1e6 + hops * 1e3 + rng.random((p, p)) * 999.0).T
-    np.fill_diagonal(key, np.inf)
-    kn = min(p - 1, NEAR)
-    near = np.argsort(key, axis=1)[:, :kn]                       # near[d] = sources
-    kr = min(p - 1, RANDOM)
-
-    have = holders.copy()
-    will = holders.copy()
-    have_bits, will_bits = _pack(have), _pack(will)
-    held = int(have.sum())
-    target = p * c
-    will_count = will.sum(axis=1)
-    holdcount = will.sum(axis=0).astype(np.float64)
-    has_any = have.any(axis=1)
-    links = _Links(pr)
-    arrivals: dict[int, list] = {}
-    out_src, out_dst, out_step, out_k, out_n, out_chunks = [], [], [], [], [], []
-    t = 0
-    stalls = 0
-    max_steps = 64 * (c + p) + 1024
-    shown = 0.0
-    while held < target:
-        if t > max_steps:
-            raise ScheduleError(f"spread: no end after {t} steps (P={p}, {c} chunks)")
-        for d, b in arrivals.pop(t, ()):
-            have[d, b] = True
-            _set_bits(have_bits, d, b)
-            held += int(d.shape[0])
-            has_any[d] = True
-        links.free(t)
-        if held >= target:
-            break
-        if progress is not None and held / target - shown > 0.02:
-            shown = held / target
-            progress(shown)
-        needy = np.flatnonzero(will_count < c)
-        accepted = 0
-        if needy.size:
-            accepted = _match_step(
-                t, needy, near, kr, has_any, rng, p, c, pair, have, will, have_bits, will_bits, holdcount,
-                will_count, rate, per_chunk, lat, k1, hops, alpha, tau, agg, sends_per_step, near_first, links,
-                arrivals, out_src, out_dst, out_step, out_k, out_n, out_chunks, exhaustive=stalls > 0)
-        if accepted:
-            stalls = 0
-            t += 1
-            continue
-        pending = [x for x in list(arrivals) + list(links.release) if x > t]
-        if pending:
-            t = min(pending)
-            continue
-        if needy.size == 0 or stalls:
-            raise ScheduleError(f"spread: stuck at step {t} with {target - held} chunk copies missing (P={p})")
-        stalls += 1       # nothing found among the sampled sources: try every source once
-    if progress is not None:
-        progress(1.0)
-    n = np.concatenate(out_n) if out_n else np.zeros(0, dtype=np.int64)
-    ptr = np.zeros(n.shape[0] + 1, dtype=np.int64)
-    np.cumsum(n, out=ptr[1:])
-    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
-    return Transfers(cat(out_src), cat(out_dst), cat(out_step), cat(out_k), ptr, cat(out_chunks), tau)
+    if order not in ORDERS:
+        raise ScheduleError(f"spread: order={order!r}, expected one of {', '.join(ORDERS)}")
+    return _Spread(pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng).run(progress)
 
 
-def _match_step(t, needy, near, kr, has_any, rng, p, c, pair, have, will, have_bits, will_bits, holdcount,
-                will_count, rate, per_chunk, lat, k1, hops, alpha, tau, agg, sends_per_step, near_first, links,
-                arrivals, out_src, out_dst, out_step, out_k, out_n, out_chunks, *, exhaustive) -> int:
-    """One step of :func:`spread`: candidates, passes of the link test, chunks; returns transfers accepted."""
-    if exhaustive:
-        cs = np.tile(np.arange(p, dtype=np.int64), needy.shape[0])
-        cd = np.repeat(needy, p)
-    else:
-        holders = np.flatnonzero(has_any)
-        rand = holders[rng.integers(0, holders.shape[0], (needy.shape[0], kr))]
-        cs = np.concatenate((near[needy], rand), axis=1).ravel()
-        cd = np.repeat(needy, near.shape[1] + kr)
-    keep = cs != cd
-    cs, cd = cs[keep], cd[keep]
-    # one candidate per pair
-    u = _first_of(cs * p + cd)
-    cs, cd = cs[u], cd[u]
-    budget = np.full(p, sends_per_step, dtype=np.int64)
-    done_pair = np.zeros(0, dtype=np.int64)
-    total = 0
-    for _ in range(PASSES):
-        if cs.shape[0] == 0:
-            break
-        useful = ((have_bits[cs] & ~will_bits[cd]) != 0).any(axis=1)
-        ok = useful & (budget[cs] > 0)
-        if done_pair.shape[0]:
-            ok &= ~np.isin(cs * p + cd, done_pair)
-        cs, cd = cs[ok], cd[ok]
-        if cs.shape[0] == 0:
-            break
-        if near_first:
-            score = (np.minimum(k1[cs, cd], 1 << 20).astype(np.float64) * 1e6 + hops[cs, cd] * 1e3
-                     + rng.random(cs.shape[0]) * 999.0)
+class _Spread:
+    """The state of :func:`spread`: holdings (bits and booleans), links, the plan so far.
+
+    Locality: a destination takes from a source only chunks that none of its
+    nearer sources (those of its near list on a cheaper route) holds or is
+    receiving — a chunk crosses a scarce link (a tapered fat tree's upper
+    levels, a dragonfly's global links, a node's NIC) into a neighbourhood
+    once and spreads inside it, instead of once per destination.
+    """
+
+    def __init__(self, pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng):
+        p, c = holders.shape
+        self.p, self.c, self.pr, self.rng = p, c, pr, rng
+        self.agg, self.order, self.transposed = agg, order, transposed
+        self.alpha = alpha
+        s_all, d_all = np.divmod(np.arange(p * p, dtype=np.int64), p)
+        pid = self.pair(s_all, d_all)
+        self.rate = pr.rate[pid].reshape(p, p)          # [s, d], as planned (virtual) directions
+        self.lat = pr.latency[pid].reshape(p, p)
+        hops = pr.hops[pid].reshape(p, p)
+        self.per_chunk = chunk_bytes * (1.0 / self.rate + gamma)
+        dur1 = alpha + self.lat + self.per_chunk
+        np.fill_diagonal(dur1, np.inf)
+        self.tau = step_length(dur1)
+        k1 = _steps(dur1, self.tau)
+        # route cost: whole steps of a one-chunk transfer, then hops
+        self.cost = np.minimum(k1, 1 << 20).astype(np.float64) * 1e6 + hops * 1e3
+        np.fill_diagonal(self.cost, np.inf)
+        self.sends_per_step = max(1, int(self.tau / alpha + 1e-9)) if alpha > 0 else 1 << 30
+        key = (self.cost + rng.random((p, p)) * 999.0).T              # [d, s]
+        kn = min(p - 1, NEAR)
+        self.near = np.argsort(key, axis=1)[:, :kn]                   # near[d]: sources, cheapest first
+        self.near_cost = self.cost[self.near, np.arange(p)[:, None]]  # their route costs
+        self.kr = min(p - 1, RANDOM)
+        self.have = holders.copy()
+        self.will = holders.copy()
+        self.have_bits, self.will_bits = _pack(self.have), _pack(self.will)
+        self.will_count = self.will.sum(axis=1)
+        self.holdcount = self.will.sum(axis=0).astype(np.float64)
+        self.has_any = self.have.any(axis=1)
+        self.links = _Links(pr)
+        self.arrivals: dict[int, list] = {}
+        self.out = {k: [] for k in ("src", "dst", "step", "k", "n", "chunks")}
+
+    def pair(self, s, d):
+        return d * self.p + s if self.transposed else s * self.p + d
+
+    def run(self, progress) -> Transfers:
+        p, c = self.p, self.c
+        held = int(self.have.sum())
+        target = p * c
+        t, stalls, shown = 0, 0, 0.0
+        max_steps = 64 * (c + p) + 1024
+        while True:
+            if t > max_steps:
+                raise ScheduleError(f"spread: no end after {t} steps (P={p}, {c} chunks)")
+            for d, b in self.arrivals.pop(t, ()):
+                self.have[d, b] = True
+                _set_bits(self.have_bits, d, b)
+                held += int(d.shape[0])
+                self.has_any[d] = True
+            self.links.free(t)
+            if held >= target:
+                break
+            if progress is not None and held / target - shown > 0.02:
+                shown = held / target
+                progress(shown)
+            needy = np.flatnonzero(self.will_count < c)
+            accepted = self.step(t, needy, exhaustive=stalls > 0) if needy.size else 0
+            if accepted:
+                stalls = 0
+                t += 1
+                continue
+            pending = [x for x in list(self.arrivals) + list(self.links.release) if x > t]
+            if pending:
+                t = min(pending)
+                continue
+            if needy.size == 0 or stalls:
+                raise ScheduleError(f"spread: stuck at step {t} with {target - held} chunk copies missing (P={p})")
+            stalls += 1       # nothing found among the sampled sources: try every source once
+        if progress is not None:
+            progress(1.0)
+        o = self.out
+        cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
+        n = cat(o["n"])
+        ptr = np.zeros(n.shape[0] + 1, dtype=np.int64)
+        np.cumsum(n, out=ptr[1:])
+        return Transfers(cat(o["src"]), cat(o["dst"]), cat(o["step"]), cat(o["k"]), ptr, cat(o["chunks"]),
+                         self.tau)
+
+    def _nearby(self, cs, cd) -> np.ndarray:
+        """Per candidate, the chunks held or being received by the destination's
+        sources on cheaper routes than the candidate's source (bit sets)."""
+        cheaper = (self.near_cost[cd] < self.cost[cs, cd][:, None]).sum(axis=1)  # a prefix: costs ascend
+        ud, inv = np.unique(cd, return_inverse=True)
+        kn, w = self.near.shape[1], self.will_bits.shape[1]
+        prefix = np.zeros((ud.shape[0], kn + 1, w), dtype=np.uint64)   # OR of the first j near sources
+        for j in range(min(kn, int(cheaper.max(initial=0)))):
+            prefix[:, j + 1] = prefix[:, j] | self.will_bits[self.near[ud, j]]
+        return prefix[inv, cheaper]
+
+    def step(self, t, needy, *, exhaustive) -> int:
+        """One step: candidates, passes of the link test, chunks; returns transfers accepted."""
+        p, c, rng = self.p, self.c, self.rng
+        if exhaustive:
+            cs = np.tile(np.arange(p, dtype=np.int64), needy.shape[0])
+            cd = np.repeat(needy, p)
         else:
-            score = rng.random(cs.shape[0])
-        order = np.argsort(score, kind="stable")
-        s_o, d_o = cs[order], cd[order]
-        fits = links.fit(pair(s_o, d_o), rate[s_o, d_o])
-        cand = np.flatnonzero(fits)
-        if cand.shape[0] == 0:
-            break
-        first = _first_of(d_o[cand]) & _first_of(s_o[cand])
-        pick = cand[first]
-        if pick.shape[0] == 0:
-            break
-        s_a, d_a = s_o[pick], d_o[pick]
-        # the chunks: rarest first among those the source has and the destination lacks
-        useful_m = have[s_a] & ~will[d_a]
-        prio = np.where(useful_m, holdcount[None, :] + rng.random(c)[None, :] * 0.5, np.inf)
-        if agg <= 1:
+            holders = np.flatnonzero(self.has_any)
+            rand = holders[rng.integers(0, holders.shape[0], (needy.shape[0], self.kr))]
+            cs = np.concatenate((self.near[needy], rand), axis=1).ravel()
+            cd = np.repeat(needy, self.near.shape[1] + self.kr)
+        keep = cs != cd
+        cs, cd = cs[keep], cd[keep]
+        pk = np.unique(cs * p + cd)                     # one candidate per pair
+        cs, cd = pk // p, pk % p
+        budget = np.full(p, self.sends_per_step, dtype=np.int64)
+        total = 0
+        for _ in range(PASSES):
+            live = (budget[cs] > 0) & (self.will_count[cd] < c)
+            live[live] = self.links.ports_free(self.pair(cs[live], cd[live]), self.rate[cs[live], cd[live]])
+            cs, cd = cs[live], cd[live]
+            if cs.shape[0] == 0:
+                break
+            useful_bits = self.have_bits[cs] & ~self.will_bits[cd] & ~self._nearby(cs, cd)
+            ok = (useful_bits != 0).any(axis=1)
+            cs, cd, useful_bits = cs[ok], cd[ok], useful_bits[ok]
+            if cs.shape[0] == 0:
+                break
+            if self.order == "near":
+                score = self.cost[cs, cd] + rng.random(cs.shape[0]) * 999.0
+            elif self.order == "far":
+                score = -self.cost[cs, cd] + rng.random(cs.shape[0]) * 999.0
+            else:
+                score = rng.random(cs.shape[0])
+            order = np.argsort(score)
+            s_o, d_o = cs[order], cd[order]
+            fits = self.links.fit(self.pair(s_o, d_o), self.rate[s_o, d_o])
+            cand = np.flatnonzero(fits)
+            if cand.shape[0] == 0:
+                break
+            pick = cand[_first_of(d_o[cand], p) & _first_of(s_o[cand], p)]
+            if pick.shape[0] == 0:
+                break
+            s_a, d_a = s_o[pick], d_o[pick]
+            total += self._accept(t, s_a, d_a, useful_bits[order[pick]])
+            np.subtract.at(budget, s_a, 1)
+            gone = np.zeros(cs.shape[0], dtype=bool)     # a pair takes one transfer a step
+            gone[order[pick]] = True
+            cs, cd = cs[~gone], cd[~gone]
+        return total
+
+    def _accept(self, t, s_a, d_a, bits) -> int:
+        """Record the transfers ``s_a → d_a``: the rarest of their useful chunks (``bits``), up to ``agg``."""
+        c, rng = self.c, self.rng
+        useful = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little", count=c).astype(bool)
+        prio = np.where(useful, self.holdcount[None, :] + rng.random(c)[None, :] * 0.5, np.inf)
+        if self.agg <= 1:
             chosen = np.argmin(prio, axis=1)[:, None]
-        elif agg >= c:
+        elif self.agg >= c:
             chosen = None
         else:
-            chosen = np.argpartition(prio, agg - 1, axis=1)[:, :agg]
+            chosen = np.argpartition(prio, self.agg - 1, axis=1)[:, :self.agg]
         if chosen is None:
-            rows, cols = np.nonzero(useful_m)
+            rows, cols = np.nonzero(useful)
         else:
-            rows = np.repeat(np.arange(pick.shape[0]), chosen.shape[1])
+            rows = np.repeat(np.arange(s_a.shape[0]), chosen.shape[1])
             cols = chosen.ravel()
             valid = np.isfinite(prio[rows, cols])
             rows, cols = rows[valid], cols[valid]
-        order_rc = np.lexsort((cols, rows))
-        rows, cols = rows[order_rc], cols[order_rc]
-        n = np.bincount(rows, minlength=pick.shape[0]).astype(np.int64)
+        order = np.lexsort((cols, rows))
+        rows, cols = rows[order], cols[order]
+        n = np.bincount(rows, minlength=s_a.shape[0]).astype(np.int64)
         dr = d_a[rows]
-        will[dr, cols] = True
-        _set_bits(will_bits, dr, cols)
-        np.add.at(holdcount, cols, 1.0)
-        np.add.at(will_count, dr, 1)
-        dur = alpha + lat[s_a, d_a] + n * per_chunk[s_a, d_a]
-        k = _steps(dur, tau)
+        self.will[dr, cols] = True
+        _set_bits(self.will_bits, dr, cols)
+        np.add.at(self.holdcount, cols, 1.0)
+        np.add.at(self.will_count, dr, 1)
+        dur = self.alpha + self.lat[s_a, d_a] + n * self.per_chunk[s_a, d_a]
+        k = _steps(dur, self.tau)
         ends = t + k
-        links.take(pair(s_a, d_a), rate[s_a, d_a], ends)
+        self.links.take(self.pair(s_a, d_a), self.rate[s_a, d_a], ends)
         for end in np.unique(ends):
             sel = ends[rows] == end
-            arrivals.setdefault(int(end), []).append((dr[sel], cols[sel]))
-        np.subtract.at(budget, s_a, 1)
-        out_src.append(s_a)
-        out_dst.append(d_a)
-        out_step.append(np.full(pick.shape[0], t, dtype=np.int64))
-        out_k.append(k)
-        out_n.append(n)
-        out_chunks.append(cols.astype(np.int64))
-        done_pair = np.concatenate((done_pair, s_a * p + d_a))
-        total += pick.shape[0]
-        # drop the candidates of destinations that now receive everything they lack
-        alive = will_count[cd] < c
-        cs, cd = cs[alive], cd[alive]
-    return total
+            self.arrivals.setdefault(int(end), []).append((dr[sel], cols[sel]))
+        o = self.out
+        o["src"].append(s_a)
+        o["dst"].append(d_a)
+        o["step"].append(np.full(s_a.shape[0], t, dtype=np.int64))
+        o["k"].append(k)
+        o["n"].append(n)
+        o["chunks"].append(cols.astype(np.int64))
+        return int(s_a.shape[0])
 
 
-def direct(pr: PairRoutes, *, message_bytes: float, alpha: float, window: int = 8,
+def direct(pr: PairRoutes, *, message_bytes: float, alpha: float, window: int = 8, order: str = "near",
            rng: np.random.Generator, progress=None) -> Transfers:
     """Every ordered pair's message straight over its route, scheduled by the
     step-wise link test (module doc); ``chunks`` holds the destination (the
-    sender's block naming)."""
+    sender's block naming). ``order``: ``near`` accepts each source's
+    offers in shift order, ``far`` longest routes first, ``random`` at random."""
+    if order not in ORDERS:
+        raise ScheduleError(f"direct: order={order!r}, expected one of {', '.join(ORDERS)}")
     p = pr.p
     if p == 1:
         z = np.zeros(0, dtype=np.int64)
@@ -395,6 +436,7 @@ def direct(pr: PairRoutes, *, message_bytes: float, alpha: float, window: int = 
     pref = (ranks[:, None] + np.arange(1, p, dtype=np.int64)[None, :]) % p      # shift order
     pid = ranks[:, None] * p + pref
     rate = pr.rate[pid]
+    hops = pr.hops[pid]
     dur = alpha + pr.latency[pid] + message_bytes / rate
     tau = float(np.median(dur.min(axis=1)))
     k = _steps(dur, tau)
@@ -419,14 +461,19 @@ def direct(pr: PairRoutes, *, message_bytes: float, alpha: float, window: int = 
             rows, cols = rows[ok], cols[ok]
             if rows.shape[0] == 0:
                 break
-            score = cols + rng.random(rows.shape[0]) * 0.5
-            order = np.argsort(score, kind="stable")
-            r_o, c_o = rows[order], cols[order]
+            if order == "near":
+                score = cols + rng.random(rows.shape[0]) * 0.5
+            elif order == "far":
+                score = -hops[rows, cols] * float(p) + cols + rng.random(rows.shape[0]) * 0.5
+            else:
+                score = rng.random(rows.shape[0])
+            ranked = np.argsort(score, kind="stable")
+            r_o, c_o = rows[ranked], cols[ranked]
             fits = links.fit(pid[r_o, c_o], rate[r_o, c_o])
             cand = np.flatnonzero(fits)
             if cand.shape[0] == 0:
                 break
-            pick = cand[_first_of(r_o[cand])]
+            pick = cand[_first_of(r_o[cand], p)]
             r_a, c_a = r_o[pick], c_o[pick]
             ends = t + k[r_a, c_a]
             links.take(pid[r_a, c_a], rate[r_a, c_a], ends)

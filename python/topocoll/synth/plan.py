@@ -51,6 +51,7 @@ class Phase:
     transfers: Transfers
     port: np.ndarray
     offset: int = 0
+    inport: np.ndarray | None = None   # last link of each route (the receiver's port)
 
     @property
     def rounds(self) -> int:
@@ -94,27 +95,29 @@ def _reverse(tr: Transfers) -> Transfers:
 
 
 def _phase(kind: str, tr: Transfers, pr: PairRoutes, offset: int = 0) -> Phase:
-    port = pr.first[tr.src * pr.p + tr.dst] if tr.n else np.zeros(0, dtype=np.int64)
-    return Phase(kind, tr, port.astype(np.int64), offset)
+    pairs = tr.src * pr.p + tr.dst
+    port = pr.first[pairs] if tr.n else np.zeros(0, dtype=np.int64)
+    inport = pr.last[pairs] if tr.n else np.zeros(0, dtype=np.int64)
+    return Phase(kind, tr, port.astype(np.int64), offset, inport.astype(np.int64))
 
 
 def make_plan(collective: str, pr: PairRoutes, *, c: int, block_bytes: float, alpha: float, gamma: float,
-              agg: int, near_first: bool, rng: np.random.Generator, root: int = 0, progress=None) -> Plan:
+              agg: int, order: str, rng: np.random.Generator, root: int = 0, progress=None) -> Plan:
     """The plan of ``collective`` on the routes ``pr`` (module doc).
 
     ``c``: chunks per rank (all-gather, reduce-scatter, allreduce; 1 for the
     all-to-all) or in all (broadcast); ``block_bytes``: bytes of one block;
     ``alpha``/``gamma``: the platform's overhead per message and reduction
-    time per byte; ``agg``: most chunks per transfer; ``near_first`` and
+    time per byte; ``agg``: most chunks per transfer; ``order`` and
     ``rng``: the greedy's order (:func:`.greedy.spread`).
     """
     p = pr.p
     if collective not in COLLECTIVES:
         raise SpecError(f"synthesize: collective {collective!r}, expected one of {', '.join(COLLECTIVES)}")
-    kw = dict(chunk_bytes=block_bytes, alpha=alpha, agg=agg, near_first=near_first, rng=rng, progress=progress)
-    settings = dict(c=c, agg=agg, near_first=near_first)
+    kw = dict(chunk_bytes=block_bytes, alpha=alpha, agg=agg, order=order, rng=rng, progress=progress)
+    settings = dict(c=c, agg=agg, order=order)
     if collective == "alltoall":
-        tr = direct(pr, message_bytes=block_bytes * c, alpha=alpha, rng=rng, progress=progress)
+        tr = direct(pr, message_bytes=block_bytes * c, alpha=alpha, order=order, rng=rng, progress=progress)
         return Plan(collective, p, p * c, c, [_phase("direct", tr, pr)], settings=settings)
     if collective == "bcast":
         if not 0 <= root < p:

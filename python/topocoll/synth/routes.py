@@ -38,8 +38,8 @@ class PairRoutes:
 
     ``indptr``/``links``: CSR over pairs ``s·P + d`` (the diagonal is empty);
     ``link_bw`` / ``link_lat``: every link's bandwidth (B/s) and latency (s);
-    ``rate``, ``latency``, ``hops``, ``first``: per pair (the diagonal holds
-    ``inf``, 0, 0, −1).
+    ``rate``, ``latency``, ``hops``, ``first``, ``last``: per pair (the
+    diagonal holds ``inf``, 0, 0, −1, −1).
     """
 
     p: int
@@ -52,6 +52,7 @@ class PairRoutes:
     latency: np.ndarray
     hops: np.ndarray
     first: np.ndarray
+    last: np.ndarray
     sha256: str
 
     @property
@@ -126,11 +127,13 @@ def pair_routes(network, p: int) -> PairRoutes:
     rate = np.full(p * p, np.inf)
     latency = np.zeros(p * p)
     first = np.full(p * p, -1, dtype=np.int64)
+    last = np.full(p * p, -1, dtype=np.int64)
     nonempty = counts > 0
     if links.shape[0]:
         starts = indptr[:-1][nonempty]
         rate[nonempty] = np.minimum.reduceat(bw[links], starts)
         latency[nonempty] = np.add.reduceat(lat[links], starts)
         first[nonempty] = links[starts]
-    return PairRoutes(p, order, indptr, links, bw, lat, rate, latency, counts, first,
+        last[nonempty] = links[indptr[1:][nonempty] - 1]
+    return PairRoutes(p, order, indptr, links, bw, lat, rate, latency, counts, first, last,
                       routes_hash(order, indptr, links))

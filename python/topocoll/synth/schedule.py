@@ -16,11 +16,17 @@ direct     ``s``: send ``send[d]`` (the input, copied first, as MPI's sendbuf);
 
 Each rank posts, per round, its receives, then its reductions, then its sends.
 Dependencies come from data flow (a chunk is forwarded once received, a
-partial sum sent once every partial it adds has been reduced) plus one
-control chain per sender port: the sends leaving a rank by one link (the
-first link of their routes) run in the planned order, each after the one
-before it — without it every send whose data is there would start at once and
-share the port, undoing the plan (``TableBuilder``'s ``chain``).
+partial sum sent once every partial it adds has been reduced) plus control
+chains per port (``TableBuilder``'s ``chain``): the sends leaving a rank by
+one link (the first link of their routes) run in the planned order, each
+after the one before it, and so do the receives arriving by one link (the
+last link; under rendezvous a transfer starts once both sides are posted).
+Without them every send whose data is there would start at once and share
+the port, undoing the plan. A chain links only transfers of different steps
+(two transfers one link carries in the same step, where its bandwidth allows,
+are on chains of their own), so every dependency points to an earlier round
+and a matched send and receive share theirs: the dependencies cannot close a
+cycle.
 """
 
 from __future__ import annotations
@@ -56,6 +62,17 @@ def scratch_slots(dst: np.ndarray, step: np.ndarray) -> np.ndarray:
     return slot
 
 
+#: chains per port: transfers one link carries in the same step beyond this share the last chain
+CHAIN_SLOTS = 64
+
+
+def _chains(rank: np.ndarray, port: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Chain numbers: the port's link id, times :data:`CHAIN_SLOTS`, plus the
+    transfer's position among those of the same rank, port and step."""
+    slot = scratch_slots(rank * (int(port.max(initial=0)) + 2) + port + 1, step)
+    return port * CHAIN_SLOTS + np.minimum(slot, CHAIN_SLOTS - 1)
+
+
 def _tmp(j: int) -> str:
     return "tmp" if j == 0 else f"tmp{j}"
 
@@ -70,6 +87,9 @@ class _Calls:
         self.n = np.diff(tr.chunk_ptr)
         self.width = _pow2(np.maximum(self.n, 1))
         self.slot = scratch_slots(tr.dst, tr.step) if phase.kind == "reduce" else np.zeros(tr.n, dtype=np.int64)
+        self.out_chain = _chains(tr.src, phase.port, tr.step)
+        inport = phase.port if phase.inport is None else phase.inport
+        self.in_chain = _chains(tr.dst, inport, tr.step) if phase.inport is not None else np.full(tr.n, -1)
         self.groups = sorted({(int(w), int(j)) for w, j in zip(self.width.tolist(), self.slot.tolist())}) \
             if tr.n else []
 
@@ -101,16 +121,16 @@ def _record(plan: Plan):
             if ph.kind == "direct":
                 rows = np.flatnonzero(mine_d)
                 b.recv(tr.dst[rows], tr.src[rows], Run(tr.dst[rows] * c, c), buf="data",
-                       into=Run(tr.src[rows] * c, c), round=rnd[rows])
+                       into=Run(tr.src[rows] * c, c), round=rnd[rows], chain=cl.in_chain[rows])
                 rows = np.flatnonzero(mine_s)
                 b.send(tr.src[rows], tr.dst[rows], Run(tr.dst[rows] * c, c), buf="send", round=rnd[rows],
-                       chain=ph.port[rows])
+                       chain=cl.out_chain[rows])
                 continue
             for w, j in cl.groups:
                 rows = np.flatnonzero(mine_d & (cl.width == w) & (cl.slot == j))
                 runs = cl.runs(rows, w)
                 buf = "data" if ph.kind == "gather" else _tmp(j)
-                b.recv(tr.dst[rows], tr.src[rows], runs, buf=buf, round=rnd[rows])
+                b.recv(tr.dst[rows], tr.src[rows], runs, buf=buf, round=rnd[rows], chain=cl.in_chain[rows])
             if ph.kind == "reduce":
                 for w, j in cl.groups:
                     rows = np.flatnonzero(mine_d & (cl.width == w) & (cl.slot == j))
@@ -119,7 +139,7 @@ def _record(plan: Plan):
             for w in sorted({w for w, _ in cl.groups}):
                 rows = np.flatnonzero(mine_s & (cl.width == w))
                 b.send(tr.src[rows], tr.dst[rows], cl.runs(rows, w), buf="data", round=rnd[rows],
-                       chain=ph.port[rows])
+                       chain=cl.out_chain[rows])
     return record
 
 

@@ -49,16 +49,15 @@ class Variant:
 
     c: int
     agg: int
-    near_first: bool = True
+    order: str = "near"
     seed: int = 0
 
     def text(self) -> str:
         agg = "all" if self.agg == 0 else str(self.agg)
-        return f"c={self.c} agg={agg} {'near-first' if self.near_first else 'random-order'} seed={self.seed}"
+        return f"c={self.c} agg={agg} {self.order} seed={self.seed}"
 
     def params(self) -> dict:
-        return {"c": self.c, "agg": "all" if self.agg == 0 else self.agg, "order": "near" if self.near_first
-                else "random", "seed": self.seed}
+        return {"c": self.c, "agg": "all" if self.agg == 0 else self.agg, "order": self.order, "seed": self.seed}
 
 
 @dataclass
@@ -155,23 +154,24 @@ def variants(collective: str, p: int, size: int, routes: PairRoutes, *, alpha: f
     small = chunk / bw < alpha
     out: list[Variant] = []
     if collective == "alltoall":
-        return [Variant(1, 1, True, seed + i) for i in range(4)] + [Variant(1, 1, False, seed + i) for i in range(4)]
-    limit = max(1, MAX_TRANSFERS // max(1, p * max(p - 1, 1)))
-    if collective == "bcast":
+        out = [Variant(1, 1, order, seed) for order in ("near", "far", "random")]
+    elif collective == "bcast":
         chunks = [c for c in BCAST_CHUNKS if c <= max(1, size)]
         if small:
             chunks = [1] + [c for c in chunks if c != 1]
-        for c in chunks:
-            out.append(Variant(c, 1, True, seed))
-        out += [Variant(c, 1, False, seed) for c in chunks[:3]]
-        return out
-    cs = [c for c in CHUNKS if c <= limit and p * c <= max(1, size)] or [1]
-    if small:
-        out += [Variant(1, 0, True, seed), Variant(1, 4, True, seed), Variant(1, 1, True, seed)]
+        out = [Variant(c, 1, "near", seed) for c in chunks] + [Variant(c, 1, "far", seed) for c in chunks[:4]]
     else:
-        out += [Variant(c, 1, True, seed) for c in cs] + [Variant(1, 0, True, seed), Variant(1, 4, True, seed)]
-    out += [Variant(c, 1, False, seed) for c in cs[:2]]
-    out += [Variant(v.c, v.agg, v.near_first, seed + 1) for v in list(out)]
+        limit = max(1, MAX_TRANSFERS // max(1, p * max(p - 1, 1)))
+        cs = [c for c in CHUNKS if c <= limit and p * c <= max(1, size)] or [1]
+        if small:
+            out = [Variant(1, 0, "near", seed), Variant(1, 0, "far", seed), Variant(1, 4, "near", seed),
+                   Variant(1, 1, "near", seed), Variant(1, 0, "random", seed)]
+        else:
+            out = [Variant(1, 1, "near", seed), Variant(1, 1, "far", seed)]
+            out += [Variant(c, 1, order, seed) for c in cs[1:3] for order in ("near", "far")]
+            out += [Variant(1, 1, "random", seed), Variant(1, 4, "near", seed), Variant(1, 0, "near", seed)]
+            out += [Variant(c, 1, "near", seed) for c in cs[3:]]
+    out += [Variant(v.c, v.agg, v.order, seed + 1) for v in list(out)]
     seen, unique = set(), []
     for v in out:
         if v not in seen:
@@ -293,7 +293,7 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
             nblocks = v.c if collective == "bcast" else p * v.c
             plan = make_plan(collective, routes, c=v.c, block_bytes=_block_bytes(collective, p, count, isz, nblocks),
                              alpha=platform.alpha, gamma=platform.gamma if collective in ("reduce_scatter", "allreduce")
-                             else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, near_first=v.near_first,
+                             else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
                              rng=np.random.default_rng(v.seed), root=root)
             plan.settings.update(v.params())
             sched = to_schedule(plan, count, isz, {**v.params()})
