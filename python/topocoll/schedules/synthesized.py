@@ -57,16 +57,14 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
     from ..synth.plan import make_plan
     from ..synth.routes import pair_routes
     from ..synth.schedule import to_schedule
-    from ..synth.search import _block_bytes, variants
+    from ..synth.search import block_bytes, variants
     from .sizes import message_bytes
     spec = f"crossbar:{max(p, 2)}" if topology == "crossbar" else topology
     net = make_network(spec, p)
     routes = pair_routes(net, p)
     size = max(1, message_bytes(collective, p, count, itemsize))
     v = variants(collective, p, size, routes, alpha=1e-6, seed=seed)[0]
-    nblocks = v.c if collective == "bcast" else p * v.c
-    plan = make_plan(collective, routes, c=v.c, block_bytes=max(1.0, _block_bytes(collective, p, count, itemsize,
-                                                                                    nblocks)),
+    plan = make_plan(collective, routes, c=v.c, block_bytes=max(1.0, block_bytes(collective, p, count, itemsize, v.c)),
                      alpha=1e-6, gamma=0.25e-9 if collective in ("reduce_scatter", "allreduce") else 0.0,
                      agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
                      rng=np.random.default_rng(v.seed), root=root)

@@ -92,7 +92,7 @@ def cmd_synthesize(args) -> int:
           f"({result.cpu:.2f} s CPU)")
     rows = [("variant", "transfers", "steps", "planned", "model", "CPU")]
     for t in result.tried:
-        rows.append((t.variant.text(), f"{t.transfers:,}", str(t.rounds), f"{t.planned * 1e6:.2f} µs",
+        rows.append((t.text(), f"{t.transfers:,}", str(t.rounds), f"{t.planned * 1e6:.2f} µs",
                      f"{t.time * 1e6:.2f} µs", f"{t.cpu:.2f} s"))
     print(table(rows))
     print(f"best synthesized: {result.synthesized_time * 1e6:.2f} µs ({result.synthesized_schedule.label()}); "
@@ -121,6 +121,6 @@ def as_dict(result, out=None) -> dict:
                                                               "time_s": result.best_fixed[2]},
         "ratio": result.ratio, "synthesized_ratio": result.synthesized_ratio, "fixed_won": result.fixed_won,
         "link_test": result.link_test, "routes_sha256": result.routes.sha256, "out": out,
-        "tried": [{"variant": t.variant.params(), "planned_s": t.planned, "time_s": t.time,
+        "tried": [{"variant": {**t.variant.params(), "chains": t.chains}, "planned_s": t.planned, "time_s": t.time,
                    "transfers": t.transfers, "steps": t.rounds, "cpu_s": t.cpu} for t in result.tried],
     }

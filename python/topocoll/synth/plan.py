@@ -115,7 +115,7 @@ def make_plan(collective: str, pr: PairRoutes, *, c: int, block_bytes: float, al
     if collective not in COLLECTIVES:
         raise SpecError(f"synthesize: collective {collective!r}, expected one of {', '.join(COLLECTIVES)}")
     kw = dict(chunk_bytes=block_bytes, alpha=alpha, agg=agg, order=order, rng=rng, progress=progress)
-    settings = dict(c=c, agg=agg, order=order)
+    settings = dict(c=c, agg=agg, order=order, chains="both")
     if collective == "alltoall":
         tr = direct(pr, message_bytes=block_bytes * c, alpha=alpha, order=order, rng=rng, progress=progress)
         return Plan(collective, p, p * c, c, [_phase("direct", tr, pr)], settings=settings)

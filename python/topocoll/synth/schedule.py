@@ -22,7 +22,9 @@ one link (the first link of their routes) run in the planned order, each
 after the one before it, and so do the receives arriving by one link (the
 last link; under rendezvous a transfer starts once both sides are posted).
 Without them every send whose data is there would start at once and share
-the port, undoing the plan. A chain links only transfers of different steps
+the port, undoing the plan (``settings["chains"]`` of the plan chooses the
+ports: ``both``, ``send``, ``recv`` or ``none``; :mod:`.search` tries them on
+the best plan, since a model may favour looser order). A chain links only transfers of different steps
 (two transfers one link carries in the same step, where its bandwidth allows,
 are on chains of their own), so every dependency points to an earlier round
 and a matched send and receive share theirs: the dependencies cannot close a
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import SpecError
 from ..schedules.arraypattern import Run, TableBuilder, TablePattern
 from ..schedules.ir import OperatorNeeds, Schedule, block_bounds
 from .plan import Plan
@@ -64,6 +67,9 @@ def scratch_slots(dst: np.ndarray, step: np.ndarray) -> np.ndarray:
 
 #: chains per port: transfers one link carries in the same step beyond this share the last chain
 CHAIN_SLOTS = 64
+#: which ports order their transfers (a plan's ``settings["chains"]``): both ends (default), the
+#: senders' only, the receivers' only, none (every transfer starts once its data is there)
+CHAINS = ("both", "send", "recv", "none")
 
 
 def _chains(rank: np.ndarray, port: np.ndarray, step: np.ndarray) -> np.ndarray:
@@ -81,15 +87,16 @@ class _Calls:
     """A phase's transfers grouped for the table: by chunk count (rounded up to
     a power of two, runs padded with empty ones) and, for reductions, scratch slot."""
 
-    def __init__(self, phase):
+    def __init__(self, phase, chains: str):
         tr = phase.transfers
         self.phase = phase
         self.n = np.diff(tr.chunk_ptr)
         self.width = _pow2(np.maximum(self.n, 1))
         self.slot = scratch_slots(tr.dst, tr.step) if phase.kind == "reduce" else np.zeros(tr.n, dtype=np.int64)
-        self.out_chain = _chains(tr.src, phase.port, tr.step)
-        inport = phase.port if phase.inport is None else phase.inport
-        self.in_chain = _chains(tr.dst, inport, tr.step) if phase.inport is not None else np.full(tr.n, -1)
+        none = np.full(tr.n, -1, dtype=np.int64)
+        self.out_chain = _chains(tr.src, phase.port, tr.step) if chains in ("both", "send") else none
+        self.in_chain = (_chains(tr.dst, phase.inport, tr.step)
+                         if chains in ("both", "recv") and phase.inport is not None else none)
         self.groups = sorted({(int(w), int(j)) for w, j in zip(self.width.tolist(), self.slot.tolist())}) \
             if tr.n else []
 
@@ -105,7 +112,10 @@ class _Calls:
 
 def _record(plan: Plan):
     p, c = plan.p, plan.c
-    calls = [_Calls(ph) for ph in plan.phases]
+    chains = plan.settings.get("chains", "both")
+    if chains not in CHAINS:
+        raise SpecError(f"synthesized schedule: chains={chains!r}, expected one of {', '.join(CHAINS)}")
+    calls = [_Calls(ph, chains) for ph in plan.phases]
 
     def record(b: TableBuilder) -> None:
         ranks = b.ranks
@@ -143,11 +153,24 @@ def _record(plan: Plan):
     return record
 
 
+def nested_bounds(count: int, p: int, c: int) -> np.ndarray:
+    """Block offsets of ``p`` parts (MPI-style split of ``count``: each rank's
+    part of an all-gather or reduce-scatter) of ``c`` blocks each (each part
+    split MPI-style again): a rank's blocks are exactly its part whatever
+    ``count``; ``c = 1`` is :func:`~topocoll.schedules.ir.block_bounds`."""
+    parts = block_bounds(count, p)
+    if c == 1:
+        return parts
+    inner = [parts[r] + block_bounds(int(parts[r + 1] - parts[r]), c)[:-1] for r in range(p)]
+    return np.concatenate(inner + [parts[-1:]]).astype(np.int64)
+
+
 def to_schedule(plan: Plan, count: int, itemsize: int, params: dict | None = None) -> Schedule:
-    """The schedule of ``plan`` on a vector of ``count`` elements of ``itemsize`` bytes
-    (``nblocks`` blocks, MPI-style uneven split), named ``synthesized``."""
+    """The schedule of ``plan`` on a vector of ``count`` elements of ``itemsize`` bytes,
+    named ``synthesized``: ``nblocks`` blocks, each rank's part (MPI's split) in ``c``
+    (:func:`nested_bounds`; a broadcast's vector in ``c``)."""
     p, c = plan.p, plan.c
-    bounds = block_bounds(count, plan.nblocks)
+    bounds = block_bounds(count, plan.nblocks) if plan.collective == "bcast" else nested_bounds(count, p, c)
     pattern = TablePattern(p, plan.nblocks, _record(plan))
     reduces = plan.collective in ("reduce_scatter", "allreduce")
     needs = OperatorNeeds(commutative=True) if reduces and p > 1 else OperatorNeeds()

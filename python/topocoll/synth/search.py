@@ -18,6 +18,7 @@ so: synthesized ÷ best fixed is never above 1.0 by the model that chose.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ __all__ = ["Variant", "Tried", "Synthesized", "synthesize", "variants", "resolve
 MAX_BUDGET = 86_400.0
 #: most planned transfers of one schedule: the per-rank views' bound (``registry.MAX_PER_RANK_MESSAGES``)
 MAX_TRANSFERS = 1 << 22
+#: the share of the budget for planning variants; the rest tries the best plan's looser port orders
+PLANNING_SHARE = 0.7
 #: chunks per rank tried (all-gather, reduce-scatter, allreduce); a broadcast's chunks in all
 CHUNKS = (1, 2, 4, 8)
 BCAST_CHUNKS = (1, 4, 16, 64, 2, 8, 32, 128)
@@ -70,6 +73,10 @@ class Tried:
     transfers: int
     rounds: int
     cpu: float
+    chains: str = "both"
+
+    def text(self) -> str:
+        return self.variant.text() + ("" if self.chains == "both" else f" chains={self.chains}")
 
 
 @dataclass
@@ -140,8 +147,11 @@ def resolve_network(network, p: int, platform=None):
     raise SpecError(f"synthesize: network={network!r}, expected a Network, a topology spec or None")
 
 
-def _block_bytes(collective: str, p: int, count: int, itemsize: int, nblocks: int) -> float:
-    return float(np.diff(block_bounds(count, nblocks)).max() * itemsize) if nblocks else 0.0
+def block_bytes(collective: str, p: int, count: int, itemsize: int, c: int) -> float:
+    """Bytes of the largest block of a plan with ``c`` chunks per rank (a broadcast's: in all)."""
+    from .schedule import nested_bounds
+    bounds = block_bounds(count, c) if collective == "bcast" else nested_bounds(count, p, c)
+    return float(np.diff(bounds).max() * itemsize)
 
 
 def variants(collective: str, p: int, size: int, routes: PairRoutes, *, alpha: float, seed: int) -> list[Variant]:
@@ -178,6 +188,14 @@ def variants(collective: str, p: int, size: int, routes: PairRoutes, *, alpha: f
             seen.add(v)
             unique.append(v)
     return unique
+
+
+def _shown(settings: dict) -> dict:
+    """A plan's settings as its schedule's parameters (labels, compare tables)."""
+    out = {k: settings[k] for k in ("c", "agg", "order", "seed") if k in settings}
+    if settings.get("chains", "both") != "both":
+        out["chains"] = settings["chains"]
+    return out
 
 
 def _model(model, options=None):
@@ -281,28 +299,47 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
     count, isz = args["count"], args["itemsize"]
     routes = pair_routes(net, p)
     tries = variants(collective, p, size, routes, alpha=platform.alpha, seed=int(seed))
-    show = bar(len(tries) + (1 if compare_fixed else 0), f"synthesize {collective} P={p}", unit="plan",
+    show = bar(len(tries) + 3 + (1 if compare_fixed else 0), f"synthesize {collective} P={p}", unit="plan",
                force=bool(progress)) if progress is not False else None
     tried: list[Tried] = []
+    tried_variant: dict = {}
     best = None
     try:
         for i, v in enumerate(tries):
-            if i and time.perf_counter() - wall0 > budget:
+            if i and time.perf_counter() - wall0 > PLANNING_SHARE * budget:
                 break
             t0 = time.process_time()
-            nblocks = v.c if collective == "bcast" else p * v.c
-            plan = make_plan(collective, routes, c=v.c, block_bytes=_block_bytes(collective, p, count, isz, nblocks),
+            plan = make_plan(collective, routes, c=v.c, block_bytes=block_bytes(collective, p, count, isz, v.c),
                              alpha=platform.alpha, gamma=platform.gamma if collective in ("reduce_scatter", "allreduce")
                              else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
                              rng=np.random.default_rng(v.seed), root=root)
             plan.settings.update(v.params())
-            sched = to_schedule(plan, count, isz, {**v.params()})
+            sched = to_schedule(plan, count, isz, {**_shown(plan.settings)})
             estimate = judge.estimate(sched, platform)
             est = estimate.time
             tried.append(Tried(v, plan.planned_seconds, est, plan.transfers, sum(ph.rounds for ph in plan.phases),
                                time.process_time() - t0))
             if best is None or est < best[0]:
                 best = (est, plan, sched, estimate)
+                tried_variant[id(plan)] = v
+            if show is not None:
+                show.set_postfix_str(f"best {best[0] * 1e6:.4g} µs")
+                show.update(1)
+        # the best plan with looser port order (no new plan: only the control chains differ)
+        for chains in ("send", "none", "recv"):
+            if time.perf_counter() - wall0 > budget:
+                break
+            t0 = time.process_time()
+            est0, plan0, _, _ = best
+            loose = dataclasses.replace(plan0, settings={**plan0.settings, "chains": chains})
+            sched = to_schedule(loose, count, isz, {**_shown(loose.settings)})
+            estimate = judge.estimate(sched, platform)
+            v = tried_variant[id(plan0)]
+            tried.append(Tried(v, loose.planned_seconds, estimate.time, loose.transfers,
+                               sum(ph.rounds for ph in loose.phases), time.process_time() - t0, chains))
+            if estimate.time < est0:
+                best = (estimate.time, loose, sched, estimate)
+                tried_variant[id(loose)] = v
             if show is not None:
                 show.set_postfix_str(f"best {best[0] * 1e6:.4g} µs")
                 show.update(1)
