@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..errors import SpecError
 from .ir import Schedule
-from .registry import algorithm
+from .registry import algorithm, closed_form
 
 PAPER = ("TACOS (Won et al., MICRO 2024) greedy link–chunk matching, with routes and link bandwidths "
          "(docs/synthesis.md)")
@@ -68,7 +68,8 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
                      alpha=1e-6, gamma=0.25e-9 if collective in ("reduce_scatter", "allreduce") else 0.0,
                      agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
                      rng=np.random.default_rng(v.seed), root=root)
-    return to_schedule(plan, count, itemsize, {"topology": topology, **v.params()})
+    return to_schedule(plan, count, itemsize, {"topology": topology, "seed": seed,
+                                               **({"root": root} if collective == "bcast" else {})})
 
 
 _COMMON = dict(params={"file": None, "topology": None, "seed": 0}, rounds=ROUNDS, paper=PAPER, supports=_given,
@@ -98,11 +99,12 @@ def synthesized_allreduce(p: int, *, file=None, topology=None, seed: int = 0, co
 
 
 @algorithm(collective="alltoall", name="synthesized", needs="associative", **_COMMON)
-def synthesized_alltoall(p: int, *, file=None, topology=None, seed: int = 0, count: int = 1,
+def synthesized_alltoall(p: int, *, file=None, topology=None, seed: int = 0, count: int | None = None,
                          itemsize: int = 8) -> Schedule:
     """An all-to-all synthesized for a network: every message on its route,
-    in steps whose routes fit the links."""
-    return _make("alltoall", p, file, topology, seed, count, itemsize)
+    in steps whose routes fit the links (``count``: the whole per-rank
+    vector, a multiple of P; default P)."""
+    return _make("alltoall", p, file, topology, seed, p if count is None else count, itemsize)
 
 
 @algorithm(collective="bcast", name="synthesized", needs="associative",
@@ -111,3 +113,12 @@ def synthesized_bcast(p: int, *, file=None, topology=None, seed: int = 0, root: 
                       itemsize: int = 8) -> Schedule:
     """A broadcast synthesized for a network: chunks pipelined from the root."""
     return _make("bcast", p, file, topology, seed, count, itemsize, root)
+
+
+def _counted(p, params, count, itemsize):
+    return None
+
+
+for _collective in ("allgather", "reduce_scatter", "allreduce", "alltoall", "bcast"):
+    closed_form(_collective, "synthesized", "counted from the planned transfers (no closed form: the plan depends "
+                "on the network)")(_counted)

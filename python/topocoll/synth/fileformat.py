@@ -301,4 +301,5 @@ def load_schedule(path, *, count: int | None = None, itemsize: int | None = None
         from ..schedules.registry import lookup
         return lookup(doc["collective"], loaded.fixed["algorithm"]).generate(
             doc["p"], **loaded.fixed.get("params", {}), count=count, itemsize=itemsize)
-    return to_schedule(loaded.plan, count, itemsize, {"file": os.fspath(path)})
+    root = {"root": loaded.plan.root} if loaded.plan.collective == "bcast" else {}
+    return to_schedule(loaded.plan, count, itemsize, {"file": os.fspath(path), **root})

@@ -170,6 +170,9 @@ def to_schedule(plan: Plan, count: int, itemsize: int, params: dict | None = Non
     named ``synthesized``: ``nblocks`` blocks, each rank's part (MPI's split) in ``c``
     (:func:`nested_bounds`; a broadcast's vector in ``c``)."""
     p, c = plan.p, plan.c
+    if plan.collective == "alltoall" and count % plan.nblocks:
+        raise SpecError(f"alltoall/synthesized: count={count} is not a multiple of {plan.nblocks} blocks, expected "
+                        "equal blocks (count is the whole per-rank vector)")
     bounds = block_bounds(count, plan.nblocks) if plan.collective == "bcast" else nested_bounds(count, p, c)
     pattern = TablePattern(p, plan.nblocks, _record(plan))
     reduces = plan.collective in ("reduce_scatter", "allreduce")
