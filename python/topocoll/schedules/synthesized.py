@@ -10,10 +10,11 @@ reduce_scatter, allreduce, bcast, alltoall), with one of two parameters:
 - ``topology=SPEC``: synthesized here for ``SPEC`` with its default routing
   and order, the first setting of :func:`topocoll.synth.search.variants` for
   the vector's size, judged by the plan alone (no model, no budget):
-  ``topology=crossbar`` is an ideal crossbar of ``P`` endpoints.
+  ``topology=crossbar`` (the default) is a crossbar of ``P`` endpoints.
 
-Without either it does not exist (``supports``), so ``compare`` and ``tune``
-leave it out unless asked (``compare --synthesize``).
+Comparisons pass ``topology=None`` (:attr:`AlgorithmInfo.compare`), for which
+it does not exist (``supports``): ``compare`` and ``tune`` leave it out unless
+asked (``compare --synthesize`` synthesizes for their network).
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ def _given(p: int, params: dict) -> bool:
 
 def _make(collective: str, p: int, file, topology, seed: int, count: int, itemsize: int, root: int = 0) -> Schedule:
     where = f"{collective}/synthesized"
-    if (file is None) == (topology is None):
-        raise SpecError(f"{where}: file={file!r}, topology={topology!r}, expected exactly one of them "
+    if file is not None and topology is not None:
+        raise SpecError(f"{where}: file={file!r}, topology={topology!r}, expected one of them "
                         "(a file written by `topocoll synthesize`, or a topology spec to synthesize for)")
+    if file is None and topology is None:
+        topology = "crossbar"
     if file is not None:
         from ..synth.fileformat import load_schedule
         sched = load_schedule(file, count=count, itemsize=itemsize)
@@ -72,8 +75,9 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
                                                **({"root": root} if collective == "bcast" else {})})
 
 
-_COMMON = dict(params={"file": None, "topology": None, "seed": 0}, rounds=ROUNDS, paper=PAPER, supports=_given,
-               supports_text="file= or topology= given (compare: --synthesize)", sweep=({"topology": "crossbar"},))
+_COMMON = dict(params={"file": None, "topology": "crossbar", "seed": 0}, rounds=ROUNDS, paper=PAPER, supports=_given,
+               supports_text="file= or topology= (compare: --synthesize)", sweep=({"topology": "crossbar"},),
+               compare={"topology": None})
 
 
 @algorithm(collective="allgather", name="synthesized", needs="associative", **_COMMON)
