@@ -68,6 +68,8 @@ NEAR = 12
 RANDOM = 6
 #: passes of the matching per step (a destination gains at most one transfer a pass)
 PASSES = 16
+#: up to this many ranks every rank is a candidate source of every destination, every step
+EXHAUSTIVE_BELOW = 64
 #: orders of acceptance (:func:`spread`)
 ORDERS = ("near", "far", "random")
 
@@ -185,7 +187,7 @@ def _set_bits(bits: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
 
 def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: float, gamma: float = 0.0,
            agg: int = 1, transposed: bool = False, order: str = "near", rng: np.random.Generator,
-           progress=None) -> Transfers:
+           progress=None, locality: str = "strict") -> Transfers:
     """Copies of every chunk to every rank, greedily matched step by step (module doc).
 
     Parameters
@@ -209,6 +211,10 @@ def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: fl
         ``far`` (dearest first: a tapered tree's scarce upper links, kept
         busy importing what a neighbourhood lacks while its members trade
         among themselves), ``random``.
+    locality : str
+        ``strict``: a destination takes from a source only chunks none of its
+        nearer sources holds or receives (:class:`_Spread`); ``loose``: only
+        the nearer sources that could send to it in this step count.
     rng : numpy.random.Generator
     progress : callable, optional
         ``progress(done_fraction)`` now and then.
@@ -222,7 +228,9 @@ def spread(pr: PairRoutes, holders: np.ndarray, *, chunk_bytes: float, alpha: fl
         raise ScheduleError("spread: a chunk nobody holds, expected every chunk at one rank at least")
     if order not in ORDERS:
         raise ScheduleError(f"spread: order={order!r}, expected one of {', '.join(ORDERS)}")
-    return _Spread(pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng).run(progress)
+    if locality not in ("strict", "loose"):
+        raise ScheduleError(f"spread: locality={locality!r}, expected 'strict' or 'loose'")
+    return _Spread(pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng, locality).run(progress)
 
 
 class _Spread:
@@ -235,8 +243,9 @@ class _Spread:
     once and spreads inside it, instead of once per destination.
     """
 
-    def __init__(self, pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng):
+    def __init__(self, pr, holders, chunk_bytes, alpha, gamma, agg, transposed, order, rng, locality="strict"):
         p, c = holders.shape
+        self.locality = locality
         self.p, self.c, self.pr, self.rng = p, c, pr, rng
         self.agg, self.order, self.transposed = agg, order, transposed
         self.alpha = alpha
@@ -293,7 +302,7 @@ class _Spread:
                 shown = held / target
                 progress(shown)
             needy = np.flatnonzero(self.will_count < c)
-            accepted = self.step(t, needy, exhaustive=stalls > 0) if needy.size else 0
+            accepted = self.step(t, needy, exhaustive=stalls > 0 or p <= EXHAUSTIVE_BELOW) if needy.size else 0
             if accepted:
                 stalls = 0
                 t += 1
@@ -317,13 +326,19 @@ class _Spread:
 
     def _nearby(self, cs, cd) -> np.ndarray:
         """Per candidate, the chunks held or being received by the destination's
-        sources on cheaper routes than the candidate's source (bit sets)."""
+        sources on cheaper routes than the candidate's source (bit sets); with
+        ``locality="loose"`` only those sources whose route to it has room now."""
         cheaper = (self.near_cost[cd] < self.cost[cs, cd][:, None]).sum(axis=1)  # a prefix: costs ascend
         ud, inv = np.unique(cd, return_inverse=True)
         kn, w = self.near.shape[1], self.will_bits.shape[1]
         prefix = np.zeros((ud.shape[0], kn + 1, w), dtype=np.uint64)   # OR of the first j near sources
         for j in range(min(kn, int(cheaper.max(initial=0)))):
-            prefix[:, j + 1] = prefix[:, j] | self.will_bits[self.near[ud, j]]
+            bits = self.will_bits[self.near[ud, j]]
+            if self.locality == "loose":
+                src = self.near[ud, j]
+                bits = np.where(self.links.ports_free(self.pair(src, ud), self.rate[src, ud])[:, None], bits,
+                                np.uint64(0))
+            prefix[:, j + 1] = prefix[:, j] | bits
         return prefix[inv, cheaper]
 
     def step(self, t, needy, *, exhaustive) -> int:

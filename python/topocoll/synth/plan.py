@@ -102,7 +102,8 @@ def _phase(kind: str, tr: Transfers, pr: PairRoutes, offset: int = 0) -> Phase:
 
 
 def make_plan(collective: str, pr: PairRoutes, *, c: int, block_bytes: float, alpha: float, gamma: float,
-              agg: int, order: str, rng: np.random.Generator, root: int = 0, progress=None) -> Plan:
+              agg: int, order: str, rng: np.random.Generator, root: int = 0, progress=None,
+              locality: str = "strict") -> Plan:
     """The plan of ``collective`` on the routes ``pr`` (module doc).
 
     ``c``: chunks per rank (all-gather, reduce-scatter, allreduce; 1 for the
@@ -114,8 +115,9 @@ def make_plan(collective: str, pr: PairRoutes, *, c: int, block_bytes: float, al
     p = pr.p
     if collective not in COLLECTIVES:
         raise SpecError(f"synthesize: collective {collective!r}, expected one of {', '.join(COLLECTIVES)}")
-    kw = dict(chunk_bytes=block_bytes, alpha=alpha, agg=agg, order=order, rng=rng, progress=progress)
-    settings = dict(c=c, agg=agg, order=order, chains="both")
+    kw = dict(chunk_bytes=block_bytes, alpha=alpha, agg=agg, order=order, rng=rng, progress=progress,
+              locality=locality)
+    settings = dict(c=c, agg=agg, order=order, chains="both", locality=locality)
     if collective == "alltoall":
         tr = direct(pr, message_bytes=block_bytes * c, alpha=alpha, order=order, rng=rng, progress=progress)
         return Plan(collective, p, p * c, c, [_phase("direct", tr, pr)], settings=settings)

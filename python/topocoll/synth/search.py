@@ -54,13 +54,15 @@ class Variant:
     agg: int
     order: str = "near"
     seed: int = 0
+    locality: str = "strict"
 
     def text(self) -> str:
         agg = "all" if self.agg == 0 else str(self.agg)
-        return f"c={self.c} agg={agg} {self.order} seed={self.seed}"
+        return f"c={self.c} agg={agg} {self.order}{' loose' if self.locality == 'loose' else ''} seed={self.seed}"
 
     def params(self) -> dict:
-        return {"c": self.c, "agg": "all" if self.agg == 0 else self.agg, "order": self.order, "seed": self.seed}
+        out = {"c": self.c, "agg": "all" if self.agg == 0 else self.agg, "order": self.order, "seed": self.seed}
+        return {**out, "locality": "loose"} if self.locality == "loose" else out
 
 
 @dataclass
@@ -181,7 +183,9 @@ def variants(collective: str, p: int, size: int, routes: PairRoutes, *, alpha: f
             out += [Variant(c, 1, order, seed) for c in cs[1:3] for order in ("near", "far")]
             out += [Variant(1, 1, "random", seed), Variant(1, 4, "near", seed), Variant(1, 0, "near", seed)]
             out += [Variant(c, 1, "near", seed) for c in cs[3:]]
-    out += [Variant(v.c, v.agg, v.order, seed + 1) for v in list(out)]
+    if collective != "alltoall":
+        out += [Variant(v.c, v.agg, v.order, seed, "loose") for v in out[:3]]
+    out += [Variant(v.c, v.agg, v.order, seed + 1, v.locality) for v in list(out)]
     seen, unique = set(), []
     for v in out:
         if v not in seen:
@@ -193,6 +197,8 @@ def variants(collective: str, p: int, size: int, routes: PairRoutes, *, alpha: f
 def _shown(settings: dict) -> dict:
     """A plan's settings as its schedule's parameters (labels, compare tables)."""
     out = {k: settings[k] for k in ("c", "agg", "order", "seed") if k in settings}
+    if settings.get("locality", "strict") != "strict":
+        out["locality"] = settings["locality"]
     if settings.get("chains", "both") != "both":
         out["chains"] = settings["chains"]
     return out
@@ -311,7 +317,7 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
             t0 = time.process_time()
             plan = make_plan(collective, routes, c=v.c, block_bytes=block_bytes(collective, p, count, isz, v.c),
                              alpha=platform.alpha, gamma=platform.gamma if collective in ("reduce_scatter", "allreduce")
-                             else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,
+                             else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order, locality=v.locality,
                              rng=np.random.default_rng(v.seed), root=root)
             plan.settings.update(v.params())
             sched = to_schedule(plan, count, isz, {**_shown(plan.settings)})
