@@ -311,10 +311,14 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
     tried_variant: dict = {}
     best = None
     try:
+        per_chunk = None          # wall seconds per chunk per rank of the variants so far (plan + model)
         for i, v in enumerate(tries):
-            if i and time.perf_counter() - wall0 > PLANNING_SHARE * budget:
+            spent = time.perf_counter() - wall0
+            if i and spent > PLANNING_SHARE * budget:
                 break
-            t0 = time.process_time()
+            if per_chunk is not None and spent + per_chunk * v.c > PLANNING_SHARE * budget:
+                continue          # would overrun the budget: a variant with fewer chunks may still fit
+            t0, w0 = time.process_time(), time.perf_counter()
             plan = make_plan(collective, routes, c=v.c, block_bytes=block_bytes(collective, p, count, isz, v.c),
                              alpha=platform.alpha, gamma=platform.gamma if collective in ("reduce_scatter", "allreduce")
                              else 0.0, agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order, locality=v.locality,
@@ -323,6 +327,8 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
             sched = to_schedule(plan, count, isz, {**_shown(plan.settings)})
             estimate = judge.estimate(sched, platform)
             est = estimate.time
+            took = (time.perf_counter() - w0) / v.c
+            per_chunk = took if per_chunk is None else max(per_chunk, took)
             tried.append(Tried(v, plan.planned_seconds, est, plan.transfers, sum(ph.rounds for ph in plan.phases),
                                time.process_time() - t0))
             if best is None or est < best[0]:
