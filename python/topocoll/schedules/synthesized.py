@@ -8,9 +8,10 @@ reduce_scatter, allreduce, bcast, alltoall), with one of two parameters:
   check them against theirs), for any vector: ``count``/``itemsize`` as
   given, else the ones it was made for;
 - ``topology=SPEC``: synthesized here for ``SPEC`` with its default routing
-  and order, the first setting of :func:`topocoll.synth.search.variants` for
-  the vector's size, judged by the plan alone (no model, no budget):
-  ``topology=crossbar`` (the default) is a crossbar of ``P`` endpoints.
+  and order, one chunk per rank and per message, cheapest routes first,
+  judged by the plan alone (no model, no budget; its messages do not depend
+  on the vector's size): ``topology=crossbar`` (the default) is a crossbar
+  of ``P`` endpoints.
 
 Comparisons pass ``topology=None`` (:attr:`AlgorithmInfo.compare`), for which
 it does not exist (``supports``): ``compare`` and ``tune`` leave it out unless
@@ -60,13 +61,11 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
     from ..synth.plan import make_plan
     from ..synth.routes import pair_routes
     from ..synth.schedule import to_schedule
-    from ..synth.search import block_bytes, variants
-    from .sizes import message_bytes
+    from ..synth.search import Variant, block_bytes
     spec = f"crossbar:{max(p, 2)}" if topology == "crossbar" else topology
     net = make_network(spec, p)
     routes = pair_routes(net, p)
-    size = max(1, message_bytes(collective, p, count, itemsize))
-    v = variants(collective, p, size, routes, alpha=1e-6, seed=seed)[0]
+    v = Variant(1, 1, "near", seed)       # one chunk per rank and per message: messages independent of the size
     plan = make_plan(collective, routes, c=v.c, block_bytes=max(1.0, block_bytes(collective, p, count, itemsize, v.c)),
                      alpha=1e-6, gamma=0.25e-9 if collective in ("reduce_scatter", "allreduce") else 0.0,
                      agg=(1 << 62) if v.agg == 0 else v.agg, order=v.order,

@@ -308,7 +308,6 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
     show = bar(len(tries) + 3 + (1 if compare_fixed else 0), f"synthesize {collective} P={p}", unit="plan",
                force=bool(progress)) if progress is not False else None
     tried: list[Tried] = []
-    tried_variant: dict = {}
     best = None
     try:
         per_chunk = None          # wall seconds per chunk per rank of the variants so far (plan + model)
@@ -332,8 +331,7 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
             tried.append(Tried(v, plan.planned_seconds, est, plan.transfers, sum(ph.rounds for ph in plan.phases),
                                time.process_time() - t0))
             if best is None or est < best[0]:
-                best = (est, plan, sched, estimate)
-                tried_variant[id(plan)] = v
+                best = (est, plan, sched, estimate, v)
             if show is not None:
                 show.set_postfix_str(f"best {best[0] * 1e6:.4g} µs")
                 show.update(1)
@@ -342,16 +340,14 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
             if time.perf_counter() - wall0 > budget:
                 break
             t0 = time.process_time()
-            est0, plan0, _, _ = best
+            est0, plan0, _, _, v = best
             loose = dataclasses.replace(plan0, settings={**plan0.settings, "chains": chains})
             sched = to_schedule(loose, count, isz, {**_shown(loose.settings)})
             estimate = judge.estimate(sched, platform)
-            v = tried_variant[id(plan0)]
             tried.append(Tried(v, loose.planned_seconds, estimate.time, loose.transfers,
                                sum(ph.rounds for ph in loose.phases), time.process_time() - t0, chains))
             if estimate.time < est0:
-                best = (estimate.time, loose, sched, estimate)
-                tried_variant[id(loose)] = v
+                best = (estimate.time, loose, sched, estimate, v)
             if show is not None:
                 show.set_postfix_str(f"best {best[0] * 1e6:.4g} µs")
                 show.update(1)
@@ -363,7 +359,7 @@ def synthesize(collective: str, network, p: int, size: int, *, budget: float = 3
     finally:
         if show is not None:
             show.close()
-    est, plan, sched, estimate = best
+    est, plan, sched, estimate, _ = best
     won = fixed is not None and fixed[2] < est
     return Synthesized(collective, p, int(size), fixed[3] if won else sched, plan, sched, fixed[2] if won else est,
                        est, None if fixed is None else fixed[:3], won, getattr(judge, "name", str(model)), int(seed),
