@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from ..argtypes import bounded_int, finite_float, positive_int, seed
+from ..argtypes import bounded_int, finite_float, seed
 from ..errors import SpecError
 
 __all__ = ["add_synthesize_parser", "cmd_synthesize"]

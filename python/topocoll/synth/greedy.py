@@ -14,8 +14,8 @@ alike, "weighted by link bandwidth" where they are not: a transfer runs at
 its route's bottleneck bandwidth (the rate a lone flow gets in the flow
 model) and a link carries transfers whose rates sum to at most its own.
 
-Time is discrete: one *step* τ is the duration of a one-chunk transfer from
-a typical rank's nearest source (``α + latency + chunk/bandwidth``); a
+Time is discrete: one *step* τ is the median over destinations of the
+fastest one-chunk transfer into each (``α + latency + chunk/bandwidth``); a
 transfer of ``n`` chunks on a slower or longer route lasts
 ``⌈(α + latency + n·chunk·(1/bandwidth + γ))/τ⌉`` steps and holds its links
 that long (TACOS' multi-step links of the time-expanded network). Each rank
@@ -26,8 +26,11 @@ starts at most ``⌊τ/α⌋`` sends a step (the sender's CPU overhead, LogGP's
 reduce-scatter as its time reversal, :mod:`.plan`): each step, every rank
 that still lacks chunks proposes sources — its nearest ranks (fewest steps,
 then hops: on a torus its neighbours, on a fat tree its leaf switch first)
-and a few random holders — candidate pairs with a useful chunk are accepted
-in order of route cost (then at random) while their links have room (one
+and a few random holders; every rank up to P = :data:`EXHAUSTIVE_BELOW` —
+candidate pairs with a useful chunk (none that a nearer source of the
+destination holds or receives: :class:`_Spread`) are accepted in an
+``order`` (cheapest route first, dearest first, or at random) while their
+links have room (one
 pass computes, per link, the running sum of the rates of the candidates
 that ask for it in priority order; a candidate passes where every link of
 its route does), at most one new transfer per destination and source a pass,
@@ -40,7 +43,8 @@ first) its source has and its destination neither has nor receives, up to
 route, no forwarding): a multi-commodity flow scheduled greedily per step —
 every source offers its next ``window`` pending destinations in shift order
 (``s + 1, s + 2, …``: contention-free on full fat trees with d-mod-k, Zahavi
-2010), accepted by the same link test.
+2010), accepted by the same link test (in that order, longest routes first,
+or at random).
 
 Everything is arrays: holdings as bit sets (64 chunks a word), candidates
 and routes as NumPy columns; no Python object per chunk or transfer.
@@ -48,7 +52,6 @@ and routes as NumPy columns; no Python object per chunk or transfer.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
