@@ -472,6 +472,8 @@ def cmd_compare(args) -> int:
     finally:
         progress.close()
     rows, verdicts = rerank_rows(args.collective, args.procs, rows, model, platform, budget=budget)
+    if args.synthesize:
+        rows = _with_synthesized(args, rows, model, platform)
     if "-" not in (args.json, args.csv):
         _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None))
     if args.json is not None:
@@ -481,6 +483,28 @@ def cmd_compare(args) -> int:
     if args.csv is not None:
         write_output("--csv", args.csv, ranking_csv(rows))
     return 0
+
+
+def _with_synthesized(args, rows, model, platform):
+    """``compare --synthesize``: a schedule synthesized for each size (:func:`topocoll.synth.synthesize`,
+    judged by the same model on the same platform) ranked among the fixed algorithms."""
+    import dataclasses
+    from .schedules.metrics import report
+    from .synth import COLLECTIVES, synthesize
+    if args.collective not in COLLECTIVES:
+        raise SpecError(f"compare --synthesize {args.collective}: expected one of {', '.join(COLLECTIVES)}")
+    out = []
+    for size in dict.fromkeys(r.size for r in rows):
+        mine = [r for r in rows if r.size == size]
+        res = synthesize(args.collective, platform.network, args.procs, size, budget=args.synth_budget,
+                         seed=0 if args.seed is None else args.seed, model=model, platform=platform,
+                         compare_fixed=False, progress=False)
+        sched = res.synthesized_schedule
+        mine.append(dataclasses.replace(mine[0], algorithm="synthesized", params=dict(sched.params),
+                                        report=report(sched), estimate=res.estimate))
+        mine.sort(key=lambda r: (r.time, r.algorithm))
+        out += [dataclasses.replace(r, position=k) for k, r in enumerate(mine, 1)]
+    return out
 
 
 def cmd_demo(args) -> int:
@@ -597,6 +621,11 @@ def _compare_arguments(p) -> None:
     p.add_argument("--csv", metavar="FILE", help="also write the ranking as CSV (- : to stdout, instead of the table)")
     from .tune.recheck import add_recheck_arguments
     add_recheck_arguments(p)
+    p.add_argument("--synthesize", action="store_true",
+                   help="also rank a schedule synthesized for the network at each size (`topocoll synthesize`; "
+                        "allgather, reduce_scatter, allreduce, bcast, alltoall; --seed seeds it)")
+    p.add_argument("--synth-budget", type=finite_float(unit="s"), default=10.0, metavar="SECONDS",
+                   help="wall-clock seconds of synthesis per size with --synthesize (default 10)")
     add_engine_arguments(p)
     p.set_defaults(func=cmd_compare)
 

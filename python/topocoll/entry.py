@@ -47,6 +47,9 @@ EXTENSIONS = (
      {"tune": "the best algorithm per (P, size) on a network, the MPI libraries' defaults, tuning files"}),
     ("topocoll.reproduce.cli", "add_reproduce_parser",
      {"reproduce": "reproduce the papers' results in simulation: pages, CSV, plots"}),
+    ("topocoll.synth.cli", "add_synthesize_parser",
+     {"synthesize": "a schedule made for a network's routes (allgather, reduce_scatter, allreduce, bcast, "
+                    "alltoall), ranked beside the fixed algorithms"}),
 )
 
 _OPTIONS = (("-h, --help", "show this help message and exit"),

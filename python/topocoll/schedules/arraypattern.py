@@ -405,6 +405,13 @@ class TableBuilder:
     receive's ``blocks`` are the sender's naming, ``into`` where they land;
     when the two are laid out differently both must have a fixed number of
     blocks, paired in order (as :class:`~.dataflow.RankBuilder` pairs them).
+
+    Reductions (``reduce``, issue 29: synthesized reduce-scatters) read
+    ``src`` and read and write ``dst`` at the same blocks. ``chain`` (an int
+    per entry, ``-1`` none) adds control dependencies: the operations of one
+    rank with one chain number ``>= 0`` depend each on the one before it in
+    posting order (``after=`` of :class:`~.dataflow.RankBuilder`), e.g. the
+    sends leaving by one port, in the order a schedule planned them.
     """
 
     def __init__(self, ranks: np.ndarray, nblocks: int):
@@ -412,24 +419,35 @@ class TableBuilder:
         self.nblocks = int(nblocks)
         self.calls: list[_Call] = []
 
-    def send(self, rank, peer, blocks, *, buf="data", round, tag=None, where=True) -> None:
-        self._add("send", rank, peer, round, tag, buf, buf, blocks, blocks, where)
+    def send(self, rank, peer, blocks, *, buf="data", round, tag=None, where=True, chain=-1) -> None:
+        self._add("send", rank, peer, round, tag, buf, buf, blocks, blocks, where, chain=chain)
 
-    def recv(self, rank, peer, blocks, *, buf="data", into=None, round, tag=None, where=True) -> None:
-        self._add("recv", rank, peer, round, tag, buf, buf, blocks if into is None else into, blocks, where)
+    def recv(self, rank, peer, blocks, *, buf="data", into=None, round, tag=None, where=True, chain=-1) -> None:
+        self._add("recv", rank, peer, round, tag, buf, buf, blocks if into is None else into, blocks, where,
+                  chain=chain)
 
-    def copy(self, rank, blocks, *, dst, src, src_blocks=None, round, where=True) -> None:
+    def copy(self, rank, blocks, *, dst, src, src_blocks=None, round, where=True, chain=-1) -> None:
         self._add("copy", rank, -1, round, -1, dst, src, blocks, blocks if src_blocks is None else src_blocks,
-                  where)
+                  where, chain=chain)
 
-    def _add(self, kind, rank, peer, rnd, tag, buf, src_buf, dst_blocks, src_blocks, where) -> None:
+    def reduce(self, rank, blocks, *, dst="data", src, side, round, where=True, chain=-1) -> None:
+        """``dst = src ∘ dst`` (``side`` ``"left"``) or ``dst ∘ src`` (``"right"``) at ``blocks``;
+        ``side`` may be an array of :data:`~.program.LEFT_SIDE` / :data:`~.program.RIGHT_SIDE` codes."""
+        if isinstance(side, str):
+            if side not in (LEFT, RIGHT):
+                raise ScheduleError(f"reduce: side={side!r}, expected 'left' or 'right'")
+            side = LEFT_SIDE if side == LEFT else RIGHT_SIDE
+        self._add("reduce", rank, -1, round, -1, dst, src, blocks, blocks, where, side=side, chain=chain)
+
+    def _add(self, kind, rank, peer, rnd, tag, buf, src_buf, dst_blocks, src_blocks, where, *, side=-1,
+             chain=-1) -> None:
         dst, src = _table_runs(dst_blocks), _table_runs(src_blocks)
-        fields = [rank, peer, rnd, rnd if tag is None else tag, where]
+        fields = [rank, peer, rnd, rnd if tag is None else tag, side, chain, where]
         shape = np.broadcast_shapes(*(np.shape(x) for x in fields),
                                     *(np.shape(x)[:-1] for x in dst + src if isinstance(x, np.ndarray)),
                                     *(np.shape(v) for r in dst + src if isinstance(r, Run) for v in (r.lo, r.n)))
         keep = np.broadcast_to(np.asarray(where, dtype=bool), shape).ravel()
-        flat = [np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()[keep] for x in fields[:4]]
+        flat = [np.broadcast_to(np.asarray(x, dtype=np.int64), shape).ravel()[keep] for x in fields[:6]]
         d_lo, d_n = _run_matrix(dst, shape, keep)
         s_lo, s_n = _run_matrix(src, shape, keep)
         if d_lo.shape[1] != s_lo.shape[1] or not np.array_equal(d_n, s_n):
@@ -438,7 +456,8 @@ class TableBuilder:
             if d_lo.shape[1] != s_lo.shape[1]:
                 raise ScheduleError(f"TableBuilder.{kind}: {d_lo.shape[1]} blocks written against "
                                     f"{s_lo.shape[1]} read, expected equal")
-        self.calls.append(_Call(KIND_CODES[kind], flat[0], flat[1], flat[2], flat[3], buf, src_buf, d_lo, s_lo, d_n))
+        self.calls.append(_Call(KIND_CODES[kind], flat[0], flat[1], flat[2], flat[3], buf, src_buf, d_lo, s_lo, d_n,
+                                flat[4].astype(np.int8), flat[5]))
 
 
 @dataclass(slots=True)
@@ -455,6 +474,8 @@ class _Call:
     d: np.ndarray      # first block written (sent, for a send) of each run
     s: np.ndarray      # first block read of each run (a receive's: the sender's naming)
     n: np.ndarray      # blocks per run (0: no run)
+    side: np.ndarray   # reduction side code; -1 for the other kinds
+    chain: np.ndarray  # control chain number; -1: none
 
 
 def _table_runs(blocks) -> list:
@@ -531,6 +552,8 @@ class OpTable:
     src_buf: np.ndarray
     run_ptr: np.ndarray
     runs: tuple   # run_dst, run_src, run_len, run_count, run_dst_stride, run_src_stride
+    side: np.ndarray | None = None    # reduction sides (None: no reductions, every side -1)
+    chain: np.ndarray | None = None   # control chain numbers (None: no chains)
 
     def __len__(self) -> int:
         return int(self.rank.shape[0])
@@ -539,7 +562,8 @@ class OpTable:
 def build_table(b: TableBuilder, buffers: dict[str, int]) -> OpTable:
     """The builder's rows in program order, blocks as canonical strided runs."""
     nb = b.nblocks
-    cols = {k: [] for k in ("round", "rank", "kind", "peer", "tag", "buf", "src_buf", "seq", "pos", "cnt")}
+    cols = {k: [] for k in ("round", "rank", "kind", "peer", "tag", "buf", "src_buf", "seq", "pos", "cnt", "side",
+                            "chain")}
     run_parts: list[tuple] = []
     for seq, call in enumerate(b.calls):
         rows = call.rank.shape[0]
@@ -554,6 +578,8 @@ def build_table(b: TableBuilder, buffers: dict[str, int]) -> OpTable:
         cols["seq"].append(np.full(rows, seq, dtype=np.int64))
         cols["pos"].append(np.arange(rows, dtype=np.int64))
         cols["cnt"].append(counts)
+        cols["side"].append(call.side.astype(np.int64))
+        cols["chain"].append(call.chain)
         run_parts.append(runs)
     flat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
     order = np.lexsort((flat["pos"], flat["seq"], flat["rank"], flat["round"]))
@@ -563,9 +589,11 @@ def build_table(b: TableBuilder, buffers: dict[str, int]) -> OpTable:
     runs = tuple(np.concatenate([r[c] for r in run_parts])[run_rows] if run_parts else np.zeros(0, np.int64)
                  for c in range(6))
     run_ptr = np.concatenate(([0], np.cumsum(cnt[order]))).astype(np.int64)
+    side, chain = flat["side"][order], flat["chain"][order]
     return OpTable(flat["round"][order], flat["rank"][order], flat["kind"][order].astype(np.int8),
                    flat["peer"][order], flat["tag"][order], flat["buf"][order].astype(np.int16),
-                   flat["src_buf"][order].astype(np.int16), run_ptr, runs)
+                   flat["src_buf"][order].astype(np.int16), run_ptr, runs,
+                   side.astype(np.int8) if (side >= 0).any() else None, chain if (chain >= 0).any() else None)
 
 
 def _gather(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -601,17 +629,20 @@ def table_dependencies(tab: OpTable, nbuffers: int, nb: int) -> tuple[np.ndarray
     earlier write of each block it reads or writes (read-after-write,
     write-after-write) and a write on every read since that write
     (write-after-read: each read gives one edge, to the next write of its
-    block). The views-equal tests hold it equal to ``RankBuilder`` on every
-    rank's ops (``schedules/tests/test_alltoall.py``).
+    block). A reduction reads ``src`` and reads and writes ``dst``, as
+    ``RankBuilder.reduce`` records it. Control chains (``tab.chain``) add a
+    dependency of each chained op on the one before it in its (rank, chain).
+    The views-equal tests hold it equal to ``RankBuilder`` on every rank's
+    ops (``schedules/tests/test_alltoall.py``, ``synth/tests``).
     """
     n = len(tab)
     ids = np.arange(n, dtype=np.int64)
-    send, recv, copy = (tab.kind == KIND_CODES[k] for k in ("send", "recv", "copy"))
-    if (~(send | recv | copy)).any():
-        raise ScheduleError("op table: reductions are not supported, expected sends, receives and copies")
+    send, recv, copy, red = (tab.kind == KIND_CODES[k] for k in ("send", "recv", "copy", "reduce"))
     parts = []
     for ops, which, bufcol, write in ((ids[send], 0, tab.buf, 0), (ids[copy], 1, tab.src_buf, 0),
-                                      (ids[recv], 0, tab.buf, 1), (ids[copy], 0, tab.buf, 1)):
+                                      (ids[red], 1, tab.src_buf, 0), (ids[red], 0, tab.buf, 0),
+                                      (ids[recv], 0, tab.buf, 1), (ids[copy], 0, tab.buf, 1),
+                                      (ids[red], 0, tab.buf, 1)):
         op, block = _expand_runs(tab, ops, which, nb)
         key = (tab.rank[op] * nbuffers + bufcol[op]) * nb + block
         parts.append((key, op, np.full(op.shape[0], write, dtype=np.int8)))
@@ -619,8 +650,11 @@ def table_dependencies(tab: OpTable, nbuffers: int, nb: int) -> tuple[np.ndarray
     order = np.lexsort((write, op, key))
     key, op, write = key[order], op[order], write[order].astype(bool)
     m = key.shape[0]
+    chained = chain_dependencies(tab)
     if m == 0:
-        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        key = op = np.zeros(1, dtype=np.int64)   # no block touched: one dummy access yields no edge
+        write = np.zeros(1, dtype=bool)
+        m = 1
     new = np.concatenate(([True], key[1:] != key[:-1]))
     seg = np.cumsum(new) - 1
     big = n + 1
@@ -638,14 +672,29 @@ def table_dependencies(tab: OpTable, nbuffers: int, nb: int) -> tuple[np.ndarray
     dep_op = [op, op, nxt]
     dep_on = [prev, prev, op]
     keep = [(~write) & (prev >= 0), write & (prev >= 0) & (prev != op), (~write) & (nxt < n) & (nxt != op)]
-    a = np.concatenate([x[k] for x, k in zip(dep_op, keep)])
-    b = np.concatenate([x[k] for x, k in zip(dep_on, keep)])
+    a = np.concatenate([x[k] for x, k in zip(dep_op, keep)] + [chained[0]])
+    b = np.concatenate([x[k] for x, k in zip(dep_on, keep)] + [chained[1]])
     pairs = np.sort(a * big + b)
-    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]   # np.unique, without its hash pass
+    if pairs.size:
+        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]   # np.unique, without its hash pass
     a, b = pairs // big, pairs % big
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(a, minlength=n), out=dep_ptr[1:])
     return dep_ptr, b
+
+
+def chain_dependencies(tab: OpTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(op, depends_on)`` row pairs of the control chains: each op with a
+    chain number ``>= 0`` on the op before it (in row order) of the same rank
+    and chain."""
+    if tab.chain is None:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z
+    rows = np.flatnonzero(tab.chain >= 0)
+    order = np.lexsort((rows, tab.chain[rows], tab.rank[rows]))
+    rows = rows[order]
+    same = (tab.rank[rows[1:]] == tab.rank[rows[:-1]]) & (tab.chain[rows[1:]] == tab.chain[rows[:-1]])
+    return rows[1:][same], rows[:-1][same]
 
 
 #: Programs of at most this many ops stay cached in their pattern after the
@@ -712,19 +761,28 @@ class TablePattern:
         names = self.buffers()
         tab = build_table(self._builder([rank]), self._index())
         b = RankBuilder()
-        send, recv = KIND_CODES["send"], KIND_CODES["recv"]
+        send, recv, red = KIND_CODES["send"], KIND_CODES["recv"], KIND_CODES["reduce"]
         runs = [c.tolist() for c in tab.runs]
         ptr = tab.run_ptr.tolist()
-        for row, (kind, rnd, peer, tag, buf, sbuf) in enumerate(zip(
+        sides = tab.side.tolist() if tab.side is not None else [-1] * len(tab)
+        chains = tab.chain.tolist() if tab.chain is not None else [-1] * len(tab)
+        last: dict[int, int] = {}   # chain -> this rank's previous op in it
+        for row, (kind, rnd, peer, tag, buf, sbuf, side, chain) in enumerate(zip(
                 tab.kind.tolist(), tab.round.tolist(), tab.peer.tolist(), tab.tag.tolist(), tab.buf.tolist(),
-                tab.src_buf.tolist())):
+                tab.src_buf.tolist(), sides, chains)):
             dst, src = _row_blocks(runs, ptr[row], ptr[row + 1], self.nblocks)
+            after = (last[chain],) if chain >= 0 and chain in last else ()
             if kind == send:
-                b.send(peer, dst, buf=names[buf], round=rnd, tag=tag)
+                b.send(peer, dst, buf=names[buf], round=rnd, tag=tag, after=after)
             elif kind == recv:
-                b.recv(peer, src, buf=names[buf], into=dst, round=rnd, tag=tag)
+                b.recv(peer, src, buf=names[buf], into=dst, round=rnd, tag=tag, after=after)
+            elif kind == red:
+                b.reduce(dst, dst=names[buf], src=names[sbuf], side=LEFT if side == LEFT_SIDE else RIGHT,
+                         round=rnd, after=after)
             else:
-                b.copy(dst, dst=names[buf], src=names[sbuf], src_blocks=src, round=rnd)
+                b.copy(dst, dst=names[buf], src=names[sbuf], src_blocks=src, round=rnd, after=after)
+            if chain >= 0:
+                last[chain] = row
         return b.ops
 
     def all_ops(self) -> list[list[Op]]:
@@ -759,7 +817,8 @@ class TablePattern:
             nbytes = run_bytes(block_bytes, run_ptr, runs[0], runs[2], runs[3], runs[4])
             yield OpChunk(int(tab.round[lo]), lo, tab.rank[lo:hi], tab.kind[lo:hi], tab.peer[lo:hi],
                           tab.tag[lo:hi], tab.buf[lo:hi], tab.src_buf[lo:hi],
-                          np.full(hi - lo, -1, dtype=np.int8), nbytes, run_ptr, *runs,
+                          np.full(hi - lo, -1, dtype=np.int8) if tab.side is None else tab.side[lo:hi],
+                          nbytes, run_ptr, *runs,
                           dep_ptr[lo:hi + 1] - d0, dep_idx[d0:d1], nblocks=nb)
 
 

@@ -39,6 +39,10 @@ name            accepted values
                 ``{"algorithm": name, param: value, ...}``
 ``nodes``       ``None`` or ``P`` node indices ``0 .. P − 1`` (the node of
                 every rank)
+``file``        ``None`` or the path of a schedule written by ``topocoll
+                synthesize`` (at most :data:`MAX_TEXT` characters)
+``topology``    ``None`` or a topology spec to synthesize for (at most
+                :data:`MAX_TEXT` characters; ``crossbar``: ``crossbar:P``)
 ==============  ===============================================================
 
 Finer conditions (a shape's product equals P, radices multiply to P, a
@@ -71,6 +75,8 @@ MAX_PPN = 1 << 12
 #: parameters and characters of a hierarchical schedule's ``inter=`` value
 MAX_INTER_PARAMS = 8
 MAX_INTER_TEXT = 256
+#: characters of a ``file`` path or ``topology`` spec parameter
+MAX_TEXT = 4096
 
 __all__ = ["MAX_BLOCKS", "MAX_INTER_PARAMS", "MAX_INTER_TEXT", "MAX_MESH_DIMS", "MAX_PPN", "MAX_SEED", "ParamSpec",
            "SPECS", "check_params", "format_inter", "parse_inter"]
@@ -302,6 +308,17 @@ def _leaders(where, p, value, params, default=None):
     return _bounded_int(where, "leaders", value, 1, MAX_PPN, " leaders per node (at most ppn)")
 
 
+def _text(name: str, what: str):
+    def check(where, p, value, params, default=None):
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
+            shown = value if not isinstance(value, str) else value[:80]
+            raise SpecError(f"{where}: {name}={shown!r}, expected {what} of at most {MAX_TEXT} characters, or None")
+        return value.strip()
+    return check
+
+
 def _nodes(where, p, value, params, default=None):
     if value is None:
         return None
@@ -331,6 +348,9 @@ SPECS: dict[str, ParamSpec] = {
     "leaders": ParamSpec("leaders per node: one per socket or rail, 1..ppn", _leaders),
     "inter": ParamSpec("the leaders' algorithm: name or name:param=value[:param=value]", _inter),
     "nodes": ParamSpec("node index of every rank (None: ppn per node, node-major)", _nodes),
+    "file": ParamSpec("a schedule file written by `topocoll synthesize`", _text("file", "a path")),
+    "topology": ParamSpec("a topology spec to synthesize for (crossbar: crossbar:P)",
+                          _text("topology", "a topology spec such as torus:4x4")),
 }
 
 

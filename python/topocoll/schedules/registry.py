@@ -53,7 +53,7 @@ MAX_MODEL_MESSAGES = 1 << 24
 # modules holding generators and closed forms; imported by ``catalogue()``
 CATALOGUE_MODULES = (
     "tree", "pairwise", "dissemination", "bruck", "ring", "compositing", "alltoall", "costs",
-    "hierarchical",
+    "hierarchical", "synthesized",
 )
 
 #: ``needs=`` words -> what the operator must be

@@ -90,9 +90,13 @@ def build(task: SimTask, *, trace: bool = False):
         sched = _lockstep_schedule(task, info, params, trace=trace)
         if sched is None:
             raise too_large from None
-    return sched, platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
-                               order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
-                               reduce_bandwidth=task.reduce_bandwidth, rail=task.rail)
+    platform = platform_for(task.p, topology=task.topology, routing=task.routing, order=task.order,
+                            order_seed=task.order_seed, alpha=task.alpha, bandwidth=task.bandwidth,
+                            reduce_bandwidth=task.reduce_bandwidth, rail=task.rail)
+    if task.algorithm == "synthesized" and params.get("file") and platform.network is not None:
+        from ..synth.fileformat import check_file   # a schedule file runs only on the routes it was made for
+        check_file(params["file"], platform.network)
+    return sched, platform
 
 
 def _lockstep_schedule(task: SimTask, info, params: dict, *, trace: bool):

@@ -67,6 +67,17 @@ def _one_block_per_rank(schedule: Schedule) -> None:
                         f"one block per rank (p={schedule.p})")
 
 
+def _blocks_per_rank(schedule: Schedule) -> int:
+    """``S``: the blocks of each rank's part of an all-gather or reduce-scatter
+    vector, ``nblocks = P·S`` (MPI's layout, each rank's part split in ``S``:
+    rank ``r``'s blocks are ``r·S .. r·S + S − 1``, as the all-to-all's packets)."""
+    nb, p = schedule.nblocks, schedule.p
+    if nb < p or nb % p:
+        raise SpecError(f"{schedule.label()}: {schedule.collective} with {nb} blocks, expected P·S blocks "
+                        f"(S per rank, p={p})")
+    return nb // p
+
+
 def defined_inputs(schedule: Schedule, rank: int) -> range | tuple[int, ...]:
     """Blocks of ``data`` that hold ``rank``'s input when the collective
     starts (MPI-3.1 §5): the root's whole vector for ``bcast``, block ``rank``
@@ -75,8 +86,8 @@ def defined_inputs(schedule: Schedule, rank: int) -> range | tuple[int, ...]:
     if c == "bcast":
         return range(schedule.nblocks) if rank == schedule.root else ()
     if c in ("allgather", "gather"):
-        _one_block_per_rank(schedule)
-        return (rank,)
+        per = _blocks_per_rank(schedule)
+        return (rank,) if per == 1 else tuple(range(rank * per, (rank + 1) * per))
     return range(schedule.nblocks)
 
 
@@ -192,6 +203,22 @@ def defined_result_block(schedule: Schedule, rank: int) -> int:
     return rank
 
 
+#: reduce-scatters whose result follows the depth order (:func:`defined_result_block`)
+DEPTH_ORDER_RESULTS = ("parallel_pipeline", "binary_swap", "radix_k", "two_three_swap")
+
+
+def defined_result_blocks(schedule: Schedule, rank: int) -> tuple[int, ...]:
+    """The blocks of a ``reduce_scatter`` that ``rank`` must end with: one
+    (:func:`defined_result_block`), or with ``S`` blocks per rank
+    (``nblocks = P·S``, MPI's order only) blocks ``r·S .. r·S + S − 1``."""
+    per = _blocks_per_rank(schedule)
+    if per == 1:
+        return (defined_result_block(schedule, rank),)
+    if schedule.algorithm in DEPTH_ORDER_RESULTS:
+        raise SpecError(f"{schedule.label()}: {per} blocks per rank, expected one for a depth-order result")
+    return tuple(range(rank * per, (rank + 1) * per))
+
+
 def serial_reference(schedule: Schedule, inputs, op="sum") -> list[dict[int, np.ndarray]]:
     """What each rank's output blocks must hold, from the collective's
     definition: ``{block position of data: array}`` per rank.
@@ -231,13 +258,12 @@ def serial_reference(schedule: Schedule, inputs, op="sum") -> list[dict[int, np.
         elif c == "reduce":
             want = {b: reduced(b) for b in range(nb)} if rank == schedule.root else {}
         elif c == "reduce_scatter":
-            b = defined_result_block(schedule, rank)
-            want = {b: reduced(b)}
+            want = {b: reduced(b) for b in defined_result_blocks(schedule, rank)}
         elif c == "bcast":
             want = {b: block(schedule.root, b) for b in range(nb)}
         elif c in ("allgather", "gather"):
-            _one_block_per_rank(schedule)
-            want = {} if c == "gather" and rank != schedule.root else {s: block(s, s) for s in range(p)}
+            per = _blocks_per_rank(schedule)
+            want = {} if c == "gather" and rank != schedule.root else {b: block(b // per, b) for b in range(nb)}
         elif c == "alltoall":
             per = nb // p
             want = {s * per + j: block(s, rank * per + j) for s in range(p) for j in range(per)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedules.ir import Recv, Schedule, Send
-from .reference import defined_inputs, defined_result_block, execute, serial_reference
+from .reference import defined_inputs, defined_result_blocks, execute, serial_reference
 
 MODULUS = 2**31 - 1
 AFFINE = np.dtype([("a", np.int64), ("b", np.int64)])
@@ -63,10 +63,11 @@ def check_against_reference(schedule, inputs, op) -> None:
                     f"{schedule.label()}: rank {rank} block {position} = {got[:4]}..., expected {want[:4]}...")
     for rank in range(schedule.p):
         if schedule.collective == "reduce_scatter" and schedule.result_blocks is not None:
-            claimed, defined = tuple(schedule.result_blocks(rank)), (defined_result_block(schedule, rank),)
+            claimed, defined = tuple(schedule.result_blocks(rank)), defined_result_blocks(schedule, rank)
             if claimed != defined:
+                shown = f"block {defined[0]}" if len(defined) == 1 else f"blocks {defined}"
                 raise AssertionError(f"{schedule.label()}: result_blocks({rank}) = {claimed}, but the "
-                                     f"definition puts block {defined[0]} on rank {rank}")
+                                     f"definition puts {shown} on rank {rank}")
         if schedule.collective in ("allgather", "gather") and schedule.input_blocks is not None:
             claimed, defined = tuple(schedule.input_blocks(rank)), tuple(defined_inputs(schedule, rank))
             if claimed != defined:

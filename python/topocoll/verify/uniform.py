@@ -378,6 +378,7 @@ ALLREDUCE_SAME_RESULT: dict[str, SameResult] = {
     "pairwise_exchange": EVERY_P,             # recursive doubling, lower rank's data left
     "rabenseifner": EVERY_P,                  # each block reduced once, then gathered
     "ring": EVERY_P,                          # each block reduced once around the ring, then copied
+    "synthesized": EVERY_P,                   # each block reduced once, at its owner, then copied (synth/plan.py)
 }
 
 

@@ -196,8 +196,9 @@ def naive_deps(rank_ops) -> list[tuple[int, ...]]:
 
 
 # generators that add control dependencies on purpose: shift-based compositing
-# runs its rounds in lockstep (shift-based-compositing-fat-tree §3)
-LOCKSTEP = {"shift_based"}
+# runs its rounds in lockstep (shift-based-compositing-fat-tree §3); synthesized schedules declare port
+# chains (a port's transfers in the planned order: synth/schedule.py)
+LOCKSTEP = {"shift_based", "synthesized"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
