@@ -648,7 +648,7 @@ def test_calibrate_summary_names_nothing_internal(closed_files, tmp_path):
     (tmp_path / "intra.osu").write_bytes((closed_files / "latency.osu").read_bytes())
     code, out, err = run_in_process(["calibrate", "--from-osu", f"inter:{closed_files}/latency.osu",
                                      f"intra:{tmp_path}/intra.osu", "-o", f"{tmp_path}/p.json"])
-    assert code == 0 and "intra-node level stored" in out
+    assert code == 0 and "intra-node level: on SPEC+ppn=N networks" in out
     assert not re.search(r"\bissue \d|\bhelper-", out + err, re.I), out + err
 
 

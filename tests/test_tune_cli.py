@@ -115,7 +115,7 @@ def test_compare_names_the_network_and_the_models_caveats(tmp_path, capsys):
                            "--jobs", "1", "--json", str(path))
     assert status == 0, err
     head = out.splitlines()[0]
-    assert head.startswith("reduce_scatter on P=16, flow model: ideal crossbar (16 endpoints, 2 GB/s links")
+    assert head.startswith("reduce_scatter on P=16, flow model, no preset: ideal crossbar (16 endpoints, 2 GB/s links")
     assert "model: flow: fluid flows" in out and "settings: defaults" in out
     assert "ranked by the packet model" in out and "time (packet)" in out
     doc = json.loads(path.read_text())

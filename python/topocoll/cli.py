@@ -70,6 +70,8 @@ EXAMPLES = {
     "tune": ("topocoll tune allreduce -P 16,64 --sizes 8..1M",
              "topocoll tune allreduce,alltoall -P 64 --topology kary:8,2 --mpich-json mpich.json"),
     "reproduce": ("topocoll reproduce --list", "topocoll reproduce radix-k --quick --out out/reproduce"),
+    "synthesize": ("topocoll synthesize allgather --topology torus:8x4 -P 32 --size 1M --out ag.json",
+                   "topocoll synthesize allreduce --topology kary:4,2 -P 16 --size 64K --budget 10"),
 }
 
 

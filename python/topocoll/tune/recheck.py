@@ -329,7 +329,8 @@ def judge(collective: str, p: int, size: int, candidates: list[Candidate], model
     verdict.order = _merge(candidates, rechecked_keys)
     verdict.rechecked = times
     _, verdict.recheck_settings = model_summary("packet", config.options)
-    fams = "; ".join(f"{c.name}: {', '.join(c.affected)}" for c in fixable)
+    # each mechanism's evidence named in one short phrase (the full source is in --json)
+    fams = "; ".join(f"{c.name}: {', '.join(c.affected)}, {c.source.split(' (')[0].split(';')[0]}" for c in fixable)
     lacking = sorted({m for c in fixable for m in c.mechanisms})
     from ..sim.caveats import _names
     verdict.recheck_reason = (
