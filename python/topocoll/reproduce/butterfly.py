@@ -73,6 +73,7 @@ def run(out, *, quick: bool, progress=lambda what: None) -> Result:
                                      "symbolic verifier (no timing model)", quick=quick)
     cases = [("pairwise_exchange", {}), ("nway_dissemination", {"n": 1}), ("nway_dissemination", {"n": 2}),
              ("bruck", {"n": 1}), ("bruck", {"n": 3}), ("binomial", {})]
+    measured: dict[tuple[str, int], int] = {}    # (algorithm shown, P) → rounds the schedule has
     for p in (PS_QUICK if quick else PS_FULL):
         for algorithm, params in cases:
             try:
@@ -82,6 +83,7 @@ def run(out, *, quick: bool, progress=lambda what: None) -> Result:
             got = report(sched).rounds
             want = expected_rounds(algorithm, p, params.get("n", 1))
             shown = algorithm + (f" n={params['n']}" if params else "")
+            measured[(shown, p)] = got
             res.rows.append(Row(f"{shown}, P={p}: communication rounds", "§III-D" if algorithm != "binomial"
                                 else "§I (reduce + broadcast)", want, got, "rounds", got == want))
         progress(f"rounds P={p}")
@@ -94,13 +96,20 @@ def run(out, *, quick: bool, progress=lambda what: None) -> Result:
     res.rows.append(Row("2-way dissemination, P=9: ranks holding all of x_0..x_8 after round 2", "Table I", 9,
                         sum(full), "ranks", all(full)))
     progress("Table I")
-    pe = [r for r in res.rows if r.quantity.startswith("pairwise_exchange")]
-    fast = [r for r in res.rows if r.quantity.startswith(("nway", "bruck"))]
+    # the claim compares the schedules' own round counts, P by P (not the formulas)
+    pairs = [(shown, p, got, measured[("pairwise_exchange", p)]) for (shown, p), got in measured.items()
+             if shown.startswith(("nway", "bruck")) and ("pairwise_exchange", p) in measured]
+    # the pairwise exchange's two extra rounds exist only where P is not a power of two; at a power of two the
+    # claim is "never more"
+    worse = [f"{shown} at P={p} ({got} against {pe})" for shown, p, got, pe in pairs
+             if got > pe or (got == pe and p & (p - 1))]
     res.claims.append(Claim(
         "the adapted n-way dissemination and Bruck's algorithm need fewer rounds (⌈log_{n+1} P⌉) than the pairwise "
-        "exchange (⌊log2 P⌋ + 2)", "§III-D",
-        all(r.holds for r in pe + fast),
-        f"Model: all {len(pe) + len(fast)} round counts equal the paper's formulas for every P tried."))
+        "exchange (⌊log2 P⌋ + 2 where P is not a power of two)", "§III-D",
+        bool(pairs) and not worse,
+        f"Model: the generated schedules' round counts, compared P by P on {len(pairs)} (algorithm, P) pairs: "
+        + (f"not fewer for {'; '.join(worse)}." if worse else
+           "fewer at every P that is not a power of two, never more at a power of two.")))
     refused = {"nway_dissemination": [], "bruck": []}
     for p in (PS_QUICK if quick else PS_FULL) + [13]:
         for n in (1, 2, 3):
