@@ -151,10 +151,11 @@ def check_split(report, seed: int) -> None:
         mine = set(program.round)
         everyone = len(set().union(*side.allgather(mine)))   # the schedule's rounds, all ranks
         calls = req.plan.first_done
-        # a first round of sends alone (no receive: a synthesized reduce-scatter's leaves) can end within
-        # start(), before any test() call
-        opening = min(mine, default=0)
-        free = int(not any(k == RECV for k, r in zip(program.kind, program.round) if r == opening))
+        # a round of sends alone (no receive: a synthesized reduce-scatter's leaves, or an all-gather's
+        # last forward) waits for no other rank: it can end within start() or within the call that
+        # released it, so each such round may save one call
+        receiving = {int(r) for k, r in zip(program.kind, program.round) if k == RECV}
+        free = len(mine - receiving)
         # one round per call: a rank in every round finishes in exactly that many
         # calls; one that waits for others' rounds (trees) in at most the schedule's
         if not (len(mine) - free <= calls <= everyone) or (len(mine) == everyone and calls not in
