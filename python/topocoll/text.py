@@ -13,6 +13,18 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def time_unit(seconds) -> tuple[float, str]:
+    """``(scale, unit)`` for a table of times and the chart drawn beside it: ``(1e3, "ms")`` when
+    every value is at least 1 ms, else ``(1e6, "µs")``. One unit per table, so a reader compares
+    digits, not suffixes; the chart uses the same one, so the table reads off its axis.
+
+    >>> time_unit([2e-3, 0.5]), time_unit([2e-3, 4e-4]), time_unit([])
+    ((1000.0, 'ms'), (1000000.0, 'µs'), (1000000.0, 'µs'))
+    """
+    values = [float(s) for s in seconds]
+    return (1e3, "ms") if values and min(values) >= 1e-3 else (1e6, "µs")
+
+
 #: narrowest a column of :func:`table` is wrapped to
 MIN_COLUMN = 10
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import SpecError
 from ..outputs import write_text
 
-__all__ = ["EXPERIMENTS", "reproduce", "write_index"]
+__all__ = ["EXPERIMENTS", "found_pages", "link_back", "reproduce", "write_index"]
 
 #: name -> module (``topocoll.reproduce.<module>``), in the order ``--all`` runs them
 EXPERIMENTS = {
@@ -76,3 +76,40 @@ def write_index(results, out) -> Path:
     html_index = _write_html_beside(index, "Reproductions", [])
     html_index.replace(index.with_name("index.html"))
     return index
+
+
+def found_pages(folder) -> list[tuple[str, str]]:
+    """``[(href, title)]`` of the reproduction pages written under ``folder`` (HTML, relative to
+    ``folder``): the index first, then each experiment in :data:`EXPERIMENTS`' order; ``[]`` when
+    there are none. The title is the page's own first heading."""
+    folder = Path(folder)
+    found = []
+    for md, html_page in [(folder / "README.md", folder / "index.html")] + [
+            (folder / name / f"{name}.md", folder / name / f"{name}.html") for name in EXPERIMENTS]:
+        if md.is_file() and html_page.is_file():
+            found.append((html_page.relative_to(folder).as_posix(), _first_heading(md)))
+    return found
+
+
+def link_back(folder) -> list[Path]:
+    """Write again, from their Markdown, the HTML of the reproduction pages under ``folder`` (a demo
+    report's ``reproduce/``), so each links back to the report written after them; returns the
+    pages rewritten. Pages written after the report link back when written."""
+    from .common import _write_html_beside
+    folder = Path(folder)
+    done = []
+    for href, title in found_pages(folder):
+        if href == "index.html":
+            _write_html_beside(folder / "README.md", title, []).replace(folder / "index.html")
+            done.append(folder / "index.html")
+        else:
+            md = (folder / href).with_suffix(".md")
+            done.append(_write_html_beside(md, title, [("../index.html", "all reproductions")], up=2))
+    return done
+
+
+def _first_heading(md: Path) -> str:
+    for line in md.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return md.stem

@@ -96,7 +96,8 @@ def cables(topology: Topology, loads=None) -> list[tuple[int, int, int, float]]:
     return out
 
 
-def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, title: str | None = None):
+def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, title: str | None = None,
+                    vmax: float | None = None):
     """``topology`` with its cables coloured by ``loads`` (one per directed link).
 
     Parameters
@@ -108,6 +109,9 @@ def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, 
         What a load counts, for the colour bar's label (``bytes``, ``flows``).
     title : str, optional
         Default: the spec and the largest load.
+    vmax : float, optional
+        Top of the colour scale (default: the largest load); give two drawings the same one so a
+        colour means the same load in both.
 
     Returns
     -------
@@ -134,7 +138,10 @@ def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, 
     x, y = _positions(t)
     drawn = cables(t, loads)
     top = max((ld for *_, ld in drawn), default=0.0)
-    norm = Normalize(0.0, top if top > 0 else 1.0)
+    if vmax is not None and not (vmax > 0 and vmax >= top):
+        raise SpecError(f"--draw: vmax={vmax!r}, expected a positive colour-scale top at least the largest load "
+                        f"({top:g})")
+    norm = Normalize(0.0, vmax or (top if top > 0 else 1.0))
     cmap = colormaps[CMAP]
     span_x, span_y = float(np.ptp(x)) + 80, float(np.ptp(y)) + 80
     torus = t.family == "torus"
@@ -151,7 +158,7 @@ def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, 
         shift = (j - (parallel[a, b] - 1) / 2) * PARALLEL_GAP
         ox, oy = -dy / length * shift, dx / length * shift
         style = dict(color="#bbbbbb", linewidth=0.8, linestyle=":") if ld == 0 else \
-            dict(color=cmap(norm(ld)), linewidth=1.2 + 2.8 * ld / top)
+            dict(color=cmap(norm(ld)), linewidth=1.2 + 2.8 * ld / norm.vmax)
         line = Line2D([x[a] + ox, x[b] + ox], [y[a] + oy, y[b] + oy], zorder=1 + (ld > 0), **style)
         line.set_gid(f"cable-{a}-{b}-{j}")
         ax.add_line(line)
@@ -178,7 +185,8 @@ def topology_figure(topology: Topology, loads=None, *, unit: str | None = None, 
     return fig
 
 
-def draw_svg(topology: Topology, path, loads=None, *, unit: str | None = None, title: str | None = None) -> Path:
+def draw_svg(topology: Topology, path, loads=None, *, unit: str | None = None, title: str | None = None,
+             vmax: float | None = None) -> Path:
     """Write ``path`` showing ``topology`` and optional per-link ``loads``
     (:func:`topology_figure`); the suffix picks the format (``.svg``, ``.png``, ``.pdf``).
 
@@ -198,5 +206,5 @@ def draw_svg(topology: Topology, path, loads=None, *, unit: str | None = None, t
         raise SpecError(f"draw: cannot write {str(path)!r} (directory {str(parent)!r} "
                         f"{'is not writable' if parent.is_dir() else 'does not exist'}), expected a file in an "
                         "existing, writable directory")
-    fig = topology_figure(topology, loads, unit=unit, title=title)
+    fig = topology_figure(topology, loads, unit=unit, title=title, vmax=vmax)
     return save(fig, path, "draw")       # whole or not at all

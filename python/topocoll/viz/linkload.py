@@ -40,9 +40,12 @@ class LinkUtilisation:
     total_bytes: np.ndarray
 
 
-def link_utilisation(sim, bins: int = 100) -> LinkUtilisation:
+def link_utilisation(sim, bins: int = 100, *, until: float | None = None) -> LinkUtilisation:
     """Messages per link in ``bins`` equal intervals of a run simulated with ``trace=True`` on a
     network with static routes (module docstring).
+
+    ``until`` (s) ends the binned span (default: the run's end); two runs given the same ``until``
+    are binned alike (same bin width, same time axis), so their pictures compare bin by bin.
 
     Examples
     --------
@@ -78,6 +81,11 @@ def link_utilisation(sim, bins: int = 100) -> LinkUtilisation:
     nbytes = np.asarray(tr["nbytes"], dtype=np.float64)[send]
     t0, t1 = np.asarray(tr["inject"], dtype=np.float64), np.asarray(tr["arrive"], dtype=np.float64)
     end = float(max(sim.time, t1.max() if len(t1) else 0.0))
+    if until is not None:
+        if not (isinstance(until, (int, float)) and np.isfinite(until) and until >= end):
+            raise SpecError(f"link_utilisation: until={until!r}, expected a time in s at least the run's end "
+                            f"({end:g} s)")
+        end = float(until)
     edges = np.linspace(0.0, end if end > 0 else 1.0, bins + 1)
     util = np.zeros((n_links, bins))
     order = np.asarray(net.order)
@@ -101,8 +109,14 @@ def hottest_interval(u: LinkUtilisation) -> tuple[int, float, float, float]:
     return int(link), float(u.edges[b]), float(u.edges[b + 1]), float(u.util[link, b])
 
 
-def utilisation_figure(u: LinkUtilisation, *, names=None, top: int = 40, title: str = ""):
-    """Heat map of the ``top`` busiest links (by total bytes) against time, with their totals beside."""
+def utilisation_figure(u: LinkUtilisation, *, names=None, top: int = 40, title: str = "",
+                       vmax: float | None = None, time_scale: tuple[float, str] | None = None):
+    """Heat map of the ``top`` busiest links (by total bytes) against time, with their totals beside.
+
+    ``vmax``: the colour scale's top (messages on a cable); give several runs the same one so one
+    colour means one load in every picture (default: this run's peak, at least 1). ``time_scale``:
+    ``(factor, unit)`` of the time axis, e.g. ``(1e3, "ms")``, to match a table beside it (default:
+    the largest unit the run's span reaches)."""
     from matplotlib.colors import Normalize
 
     from .figure import new_figure
@@ -110,20 +124,25 @@ def utilisation_figure(u: LinkUtilisation, *, names=None, top: int = 40, title: 
     busy = busy[u.total_bytes[busy] > 0]
     if len(busy) == 0:
         raise SpecError("link utilisation: no link carried a byte, nothing to draw")
-    scale, unit = _time_unit(float(u.edges[-1]))
+    link, a, b, peak = hottest_interval(u)
+    if link not in set(busy.tolist()):
+        # the hottest interval is the picture's point: its link is drawn even when others carried more bytes
+        busy = np.append(busy[:top - 1], link)
+    scale, unit = time_scale or _time_unit(float(u.edges[-1]))
     fig = new_figure(7.0, max(2.6, 0.9 + 0.16 * len(busy)))
     grid = fig.add_gridspec(1, 2, width_ratios=[4, 1])
     ax, bar = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
-    vmax = max(1.0, float(u.util[busy].max()))
+    if vmax is None:
+        vmax = max(1.0, float(u.util[busy].max()))
+    elif not vmax > 0:
+        raise SpecError(f"link utilisation: vmax={vmax!r}, expected a positive number of messages")
     im = ax.imshow(u.util[busy], aspect="auto", interpolation="nearest", cmap="magma_r",
                    norm=Normalize(0.0, vmax), extent=(0, u.edges[-1] * scale, len(busy) - 0.5, -0.5))
     labels = [names(int(i)) if names else f"link {int(i)}" for i in busy]
     ax.set_yticks(range(len(busy)), labels, fontsize="x-small")
     ax.set_xlabel(f"time ({unit})")
-    link, a, b, peak = hottest_interval(u)
-    if link in set(busy.tolist()):
-        row = int(np.flatnonzero(busy == link)[0])
-        ax.add_patch(_rect(a * scale, row - 0.5, (b - a) * scale, 1.0))
+    row = int(np.flatnonzero(busy == link)[0])
+    ax.add_patch(_rect(a * scale, row - 0.5, (b - a) * scale, 1.0))
     ax.set_title(title or f"Messages sharing each cable over time (most: {peak:.2f} at {a * scale:.3g}–"
                           f"{b * scale:.3g} {unit})", fontsize="medium")
     cb = fig.colorbar(im, ax=ax, shrink=0.8)
