@@ -42,11 +42,11 @@ from __future__ import annotations
 import html
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .demo_report import Table, figure_html, pair_html, table_html, write_data, write_page
 from .errors import SpecError
-from .text import human_bytes
+from .text import human_bytes, time_unit
 from .text import table as text_table
 
 __all__ = ["DEFAULT_TOPOLOGY", "DEFAULT_IMAGE", "add_arguments", "run"]
@@ -116,37 +116,36 @@ def _image(text: str | None) -> tuple[int, int, int]:
     return n, 1, 1
 
 
-@dataclass
-class Table:
-    """One ranked table: a title, the model, rows (algorithm, params, time s, extra columns) and the
-    notes under it (the model's caveats, a packet-model re-rank)."""
-
-    key: str
-    title: str
-    model: str
-    header: tuple
-    rows: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
-
-
 def _params_text(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in (params or {}).items()) or "-"
 
 
-def _ranked_table(key, title, model_text, rows, verdict=None) -> Table:
+def _ranked_table(key, title, model_text, rows, verdict, unit: tuple[float, str]) -> Table:
+    """A ranked table, its times in ``unit`` (``(factor, name)``, one for the table and its chart)."""
     from .tune.recheck import row_key
+    scale, name = unit
     packet = verdict is not None and verdict.by_packet
-    head = ("rank", "algorithm", "params", "rounds", "msgs/rank", "time (model)")
-    t = Table(key, title, model_text, head + (("time (packet)",) if packet else ()) + ("hottest link",))
+    head = ("rank", "algorithm", "params", "rounds", "msgs/rank", f"time (model, {name})")
+    t = Table(key, title, model_text,
+              head + ((f"time (packet, {name})",) if packet else ()) + ("hottest link",))
     for r in rows:
         row = (str(r.position), r.algorithm, _params_text(r.params), str(r.report.rounds),
-               str(r.report.max_messages_per_rank), f"{r.time * 1e6:.2f} µs")
+               str(r.report.max_messages_per_rank), f"{r.time * scale:.2f}")
         if packet:
             shown = verdict.rechecked.get(row_key(r))
-            row += (f"{shown * 1e6:.2f} µs" if shown is not None else "-",)
+            row += (f"{shown * scale:.2f}" if shown is not None else "-",)
         t.rows.append(row + (r.estimate.hot_link or "-",))
     t.notes = _verdict_notes(verdict)
     return t
+
+
+def _ranked_times(rows, verdict) -> list[float]:
+    """Every time a ranked table shows (the model's and the packet model's re-rank): its unit's choice."""
+    from .tune.recheck import row_key
+    times = [r.time for r in rows]
+    if verdict is not None and verdict.by_packet:
+        times += [t for t in (verdict.rechecked.get(row_key(r)) for r in rows) if t is not None]
+    return times
 
 
 def _verdict_notes(verdict) -> list[str]:
@@ -247,7 +246,6 @@ def run(args) -> int:
     from .viz.curves import curve_label, write_bars, write_curves
     from .viz.matrix import bandwidth_matrix, summary, write_matrix_png
     from .viz.timeline import rank_groups, write_chrome_trace
-    from .topology.draw import draw_svg
     from .tune.recheck import model_line
     from .viz.timeline import GROUP
 
@@ -294,27 +292,30 @@ def run(args) -> int:
     count = {c: sum(1 for info in catalogue().values() if info.collective == c)
              for c in ("reduce_scatter", "allreduce", "alltoall")}      # rank() reports each once per size
     n_comp, n_ar, n_a2a = count["reduce_scatter"], count["allreduce"] * len(ALLREDUCE_SIZES), count["alltoall"]
-    progress = _Progress(2 * n_comp + 2 * n_ar + n_a2a + 7)
+    progress = _Progress(2 * n_comp + 2 * n_ar + n_a2a + 8)
     tables: list[Table] = []
     pictures: dict[str, str] = {}
     workers = args.jobs
     try:
         # 1. compositing in two orders
-        comp = {}
+        comp, comp_verdicts = {}, {}
         for order, plat in (("routing", plat_routing), ("random", plat_random)):
             rows = rank("reduce_scatter", p, [image_bytes], model=model, platform=plat, op="noncommutative",
                         itemsize=itemsize, workers=workers, on_result=progress.ranking(n_comp))
             rows, verdicts = rerank_rows("reduce_scatter", p, rows, model, plat, itemsize=itemsize, budget=budget)
-            comp[order] = rows
+            comp[order], comp_verdicts[order] = rows, verdicts[image_bytes]
+        # one unit for both orders' tables and their chart (they are read against each other)
+        comp_unit = time_unit([t for order in comp for t in _ranked_times(comp[order], comp_verdicts[order])])
+        for order, plat in (("routing", plat_routing), ("random", plat_random)):
             tables.append(_ranked_table(
                 f"compositing-{order}",
                 f"1{'a' if order == 'routing' else 'b'}. image compositing (reduce_scatter, over), {width}×{height}"
                 f"×{pixel} B = {human_bytes(image_bytes)}, P={p}, nodes in "
                 + ("the routing engine's order" if order == "routing" else f"a random order (seed {seed})"),
-                f"{model_text}; {plat.network.label}", rows, verdicts[image_bytes]))
+                f"{model_text}; {plat.network.label}", comp[order], comp_verdicts[order], comp_unit))
         bars = {order: {curve_label(r.algorithm, r.params): r.time for r in rows} for order, rows in comp.items()}
         pictures["compositing"] = write_bars(
-            bars, out / "compositing.png", ylabel=f"time (ms, {args.model} model)", scale=1e3,
+            bars, out / "compositing.png", ylabel=f"time ({comp_unit[1]}, {args.model} model)", scale=comp_unit[0],
             title=f"compositing {width}×{height}×{pixel} B, P={p}: routing vs random order").name
         progress.step("compositing plot")
 
@@ -336,16 +337,7 @@ def run(args) -> int:
             noisy[(r.algorithm, r.size)] = [float(x) for x in runs.times]
             progress.step(f"noise {r.algorithm}")
         from .viz.boxplot import box_stats
-        t = Table("allreduce",
-                  f"2. allreduce of {human_bytes(ALLREDUCE_SIZES[0])} to {human_bytes(ALLREDUCE_SIZES[-1])} on "
-                  f"P={p_ar} (random placement, seed {seed}), without and with network noise (ratio {NOISE_RATIO}: "
-                  f"{p_ar} background endpoints, {args.runs} runs, seeds {seed}..{seed + args.runs - 1}); per size "
-                  "the fastest clean and the fastest by median time under noise",
-                  f"{model_line(congestion).removeprefix('model: ')}; "
-                  f"{plat_ar.network.label}",
-                  ("size", "fastest clean", "clean", "fastest under noise", "noise: median", "slowdown median",
-                   "95% notch", "runner-up under noise", "margin"))
-        best_noisy = {}
+        best_noisy, picked = {}, []
         for size in ALLREDUCE_SIZES:
             clean = [r for r in clean_rows if r.size == size]
             stats = []
@@ -353,19 +345,30 @@ def run(args) -> int:
                 slow = box_stats([x / r.time for x in noisy.get((r.algorithm, size), [])])
                 stats.append((r, slow))
             stats.sort(key=lambda x: (x[0].time * x[1]["median"], x[0].algorithm))
-            (b, bs), (ru, rs) = stats[0], stats[1] if len(stats) > 1 else (None, None)
-            best_noisy[size] = b
-            first = clean[0]
+            best_noisy[size] = stats[0][0]
+            picked.append((size, clean[0], stats[0], stats[1] if len(stats) > 1 else (None, None)))
+        ar_unit = time_unit([t for _, first, (b, bs), _ in picked for t in (first.time, b.time * bs["median"])])
+        scale, unit = ar_unit
+        t = Table("allreduce",
+                  f"2. allreduce of {human_bytes(ALLREDUCE_SIZES[0])} to {human_bytes(ALLREDUCE_SIZES[-1])} on "
+                  f"P={p_ar} (random placement, seed {seed}), without and with network noise (ratio {NOISE_RATIO}: "
+                  f"{p_ar} background endpoints, {args.runs} runs, seeds {seed}..{seed + args.runs - 1}); per size "
+                  "the fastest clean and the fastest by median time under noise",
+                  f"{model_line(congestion).removeprefix('model: ')}; "
+                  f"{plat_ar.network.label}",
+                  ("size", "fastest clean", f"clean ({unit})", "fastest under noise", f"noise: median ({unit})",
+                   "slowdown median", "95% notch", "runner-up under noise", "margin (%)"))
+        for size, first, (b, bs), (ru, rs) in picked:
             t.rows.append((human_bytes(size), curve_label(first.algorithm, first.params),
-                           f"{first.time * 1e6:.2f} µs", curve_label(b.algorithm, b.params),
-                           f"{b.time * bs['median'] * 1e6:.2f} µs", f"{bs['median']:.3f}",
+                           f"{first.time * scale:.2f}", curve_label(b.algorithm, b.params),
+                           f"{b.time * bs['median'] * scale:.2f}", f"{bs['median']:.3f}",
                            f"[{bs['notch'][0]:.3f}, {bs['notch'][1]:.3f}]",
                            curve_label(ru.algorithm, ru.params) if ru else "-",
-                           f"{(ru.time * rs['median']) / (b.time * bs['median']) * 100 - 100:.1f}%" if ru else "-"))
+                           f"{(ru.time * rs['median']) / (b.time * bs['median']) * 100 - 100:.1f}" if ru else "-"))
         t.notes = sorted(set(line for v in ar_verdicts.values() for line in _verdict_notes(v)))
         tables.append(t)
         pictures["allreduce-curves"] = write_curves(
-            clean_rows, out / "allreduce-curves.png",
+            clean_rows, out / "allreduce-curves.png", time_scale=ar_unit,
             title=f"allreduce on P={p_ar}, no noise (congestion model)").name
         series = [(f"{r.algorithm}\n{human_bytes(r.size)}", [x / r.time for x in noisy[(r.algorithm, r.size)]])
                   for size, r in best_noisy.items() if (r.algorithm, r.size) in noisy]
@@ -378,32 +381,32 @@ def run(args) -> int:
         a2a = rank("alltoall", p, [ALLTOALL_SIZE], model=model, platform=plat_routing, workers=workers,
                    on_result=progress.ranking(n_a2a))
         a2a, a2a_verdicts = rerank_rows("alltoall", p, a2a, model, plat_routing, budget=budget)
+        a2a_unit = time_unit(_ranked_times(a2a, a2a_verdicts[ALLTOALL_SIZE]))
         tables.append(_ranked_table(
             "alltoall", f"3. all-to-all of {human_bytes(ALLTOALL_SIZE)} per destination, P={p}, routing order",
-            f"{model_text}; {plat_routing.network.label}", a2a, a2a_verdicts[ALLTOALL_SIZE]))
+            f"{model_text}; {plat_routing.network.label}", a2a, a2a_verdicts[ALLTOALL_SIZE], a2a_unit))
         pictures["alltoall"] = write_bars(
             {"routing order": {curve_label(r.algorithm, r.params): r.time for r in a2a}}, out / "alltoall.png",
-            ylabel=f"time (µs, {args.model} model)", scale=1e6,
+            ylabel=f"time ({a2a_unit[1]}, {args.model} model)", scale=a2a_unit[0],
             title=f"all-to-all {human_bytes(ALLTOALL_SIZE)} per destination, P={p}").name
         progress.step("all-to-all plot")
 
-        # 4. the shift-based run in both orders: bandwidth matrices, link loads
+        # 4. the shift-based run in both orders: bandwidth matrices, link loads over time and in total
         shift = generate("reduce_scatter", "shift_based", p, **from_bytes("reduce_scatter", p, image_bytes,
                                                                           itemsize=itemsize))
-        matrices = {}
+        sims, pairs = {}, {}
         for order, plat in (("routing", plat_routing), ("random", plat_random)):
-            sim = simulate(shift, plat, EngineConfig("flow", trace=True))
+            sims[order] = sim = simulate(shift, plat, EngineConfig("flow", trace=True))
             m = bandwidth_matrix(sim)
-            matrices[order] = (summary(m), sim.time)
+            pairs[order] = summary(m)
             vmax = float(plat.network.topology.bandwidth.max())
             pictures[f"matrix-{order}"] = write_matrix_png(
                 m, out / f"matrix-{order}.png", vmax=vmax,
                 title=f"shift-based, P={p}, {order} order: {1 / sim.time:.2f} frames/s").name
-            if order == "random":
-                pictures["links"] = draw_svg(plat.network.topology, out / "links-random.svg", sim.link_bytes,
-                                             unit="bytes",
-                                             title=f"shift-based, random order: bytes per cable").name
             progress.step(f"matrix {order}")
+        tables.append(_link_loads(sims, pairs, {"routing": plat_routing, "random": plat_random}, out, pictures,
+                                  p=p, seed=seed))
+        progress.step("link loads")
 
         # 5. a timeline: the fastest allreduce at TIMELINE_SIZE, under noise (seed `seed`)
         best = best_noisy[TIMELINE_SIZE]
@@ -421,79 +424,114 @@ def run(args) -> int:
 
     for t in tables:
         _print_table(t)
-    print()
-    for order, (s, t_sim) in matrices.items():
-        print(f"shift-based in {order} order (flow model, for the bandwidth matrices): {1 / t_sim:.2f} frames/s; "
-              f"bandwidth per pair min {s['min'] / 1e6:.0f}, mean {s['mean'] / 1e6:.0f}, max {s['max'] / 1e6:.0f} MB/s")
     grouping = (f"one process per switch the ranks' endpoints attach to ({len(group_names)} groups)"
                 if group_names and group_names[0].startswith("leaf ") else
                 f"one process per {GROUP} consecutive ranks ({len(group_names)} groups)")
-    index = _write_html(out, tables, pictures, timeline, plat_routing, p, p_ar, seed, matrices,
-                        time.monotonic() - started, words={**_network_words(kind), "grouping": grouping,
-                                                            "model": model_text})
+    index = _write_report(out, tables, pictures, timeline, plat_routing, p, p_ar, seed,
+                          time.monotonic() - started, words={**_network_words(kind), "grouping": grouping,
+                                                              "model": model_text})
     print(f"\nreport: {index} ({time.monotonic() - started:.0f} s)")
     return 0
 
 
-_CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}
-th{background:#eef}tr:first-child td{font-weight:bold}img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
-.model{color:#555;font-size:90%}figure{margin:1em 0}figcaption{color:#555;font-size:90%}"""
+#: time bins of the link-load pictures (both orders binned alike over the slower run)
+LINK_BINS = 100
 
 
-def _html_table(t: Table) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in t.rows)
-    return (f'<h3 id="{t.key}">{html.escape(t.title)}</h3>\n<p class="model">model: {html.escape(t.model)}</p>\n'
-            f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n" + _notes_html(t))
+def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict, *, p: int, seed: int) -> Table:
+    """The shift-based run's link loads in each order (:mod:`topocoll.viz.linkload`): messages sharing
+    each cable over time and bytes per cable, drawn with one colour scale and one time axis for both
+    orders so they compare; their numbers as a table, with ``pairs`` (each order's per-pair bandwidth
+    summary, :func:`topocoll.viz.matrix.summary`)."""
+    from .topology.draw import draw_svg
+    from .viz.linkload import hottest_interval, link_utilisation, write_utilisation
+    until = max(sim.time for sim in sims.values())
+    loads = {order: link_utilisation(sim, LINK_BINS, until=until) for order, sim in sims.items()}
+    hot = {order: hottest_interval(u) for order, u in loads.items()}
+    scale, unit = time_unit([x for h in hot.values() for x in h[1:3]])
+    share_top = max(1.0, max(float(u.util.max()) for u in loads.values()))
+    bytes_top = max(float(sim.link_bytes.max()) for sim in sims.values())
+    t = Table("linkload", f"4. link loads of the shift-based run (flow model), P={p}, in both node orders "
+                          f"(random: seed {seed}); {LINK_BINS} time bins over the slower run",
+              "flow (max-min fair sharing); " + plats["routing"].network.label.split(", order")[0],
+              ("order", "frames/s", "pair bandwidth min (MB/s)", "pair bandwidth mean (MB/s)", "hottest cable",
+               f"hottest interval from ({unit})", f"hottest interval to ({unit})", "messages on it (bin mean)",
+               "cables with ≥ 2 messages in a bin", "busiest cable (MB)"))
+    for order, sim in sims.items():
+        net, u = plats[order].network, loads[order]
+        link, a, b, peak = hot[order]
+        m = pairs[order]
+        t.rows.append((order, f"{1 / sim.time:.2f}", f"{m['min'] / 1e6:.0f}", f"{m['mean'] / 1e6:.0f}",
+                       net.link_name(link), f"{a * scale:.2f}", f"{b * scale:.2f}", f"{peak:.2f}",
+                       str(int((u.util.max(axis=1) >= 2.0 - 1e-9).sum())), f"{u.total_bytes.max() / 1e6:.2f}"))
+        pictures[f"linkload-{order}"] = write_utilisation(
+            u, out / f"linkload-{order}.png", names=net.link_name, vmax=share_top, time_scale=(scale, unit),
+            title=f"{order} order: messages sharing each cable over time (hottest: {peak:.2f} on "
+                  f"{net.link_name(link)}, {a * scale:.2f}–{b * scale:.2f} {unit}, framed)").name
+        pictures[f"links-{order}"] = draw_svg(net.topology, out / f"links-{order}.svg", sim.link_bytes,
+                                              unit="bytes", vmax=bytes_top,
+                                              title=f"{order} order: bytes per cable").name
+    t.notes = [f"colour scales shared by both orders: messages on a cable 0–{share_top:.2f}, bytes per cable "
+               f"0–{bytes_top / 1e6:.2f} MB"]
+    return t
 
 
-def _figure(src: str, caption: str) -> str:
-    return (f'<figure><img src="{html.escape(src)}" alt="{html.escape(caption)}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _notes_html(t: Table) -> str:
-    return "".join(f'<p class="model">{html.escape(line)}</p>\n' for line in t.notes)
-
-
-def _write_html(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, matrices, seconds, *, words) -> Path:
+def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, seconds, *, words) -> Path:
+    """``out/index.html`` (:func:`topocoll.demo_report.write_page`) with every table's CSV and JSON
+    beside it, linking the reproduction pages in ``out/reproduce/`` (which then link back)."""
+    from .reproduce import found_pages, link_back
     by = {t.key: t for t in tables}
-    parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>topocoll demo report</title>", f"<style>{_CSS}</style></head><body>",
-        "<h1>topocoll demo report</h1>",
-        f"<p>Network: {html.escape(plat.network.label.split(', order')[0])}; {p} ranks for compositing and "
-        f"all-to-all, {p_ar} for allreduce (the others make the noise). Seed {seed}. Every number is a model's "
-        f"prediction, computed by <code>topocoll demo</code> in {seconds:.0f} s. Compositing and all-to-all: "
-        f"{html.escape(words['model'])}. Under each table: the mechanisms that model lacks by which the "
-        "candidates differ, and where the packet model re-ranked them.</p>",
-        "<h2>1. Which compositing algorithm, in which node order?</h2>",
-        f"<p>{words['intro']}</p>",
-        _html_table(by["compositing-routing"]), _html_table(by["compositing-random"]),
-        _figure(pictures["compositing"], "Compositing time per algorithm, routing order against random order"),
+    data = {t.key: write_data(out, t) for t in tables}
+
+    def tab(key):
+        return table_html(by[key], data[key])
+
+    fig = figure_html
+    intro = (f"<p>Network: {html.escape(plat.network.label.split(', order')[0])}; {p} ranks for compositing and "
+             f"all-to-all, {p_ar} for allreduce (the others make the noise). Seed {seed}. Every number is a model's "
+             f"prediction, computed by <code>topocoll demo</code> in {seconds:.0f} s. Compositing and all-to-all: "
+             f"{html.escape(words['model'])}. Under each table: the mechanisms that model lacks by which the "
+             "candidates differ, and where the packet model re-ranked them. Times in a table share one unit "
+             "(ms where every time is at least 1 ms, else µs), the unit of the chart beside it.</p>")
+    compositing = "\n".join([
+        f"<p>{words['intro']}</p>", tab("compositing-routing"), tab("compositing-random"),
+        fig(pictures["compositing"], "Compositing time per algorithm, routing order against random order"),
         "<h3>Bandwidth matrices of the shift-based run (the paper's Figs. 5–6)</h3>",
         "<p>Row: sending rank, column: receiving rank, grey level: bandwidth of that pair (white = link "
         "bandwidth), on the flow model; the histogram under each matrix gives min / mean / max per pair.</p>",
-        _figure(pictures["matrix-routing"], "Bandwidth matrix, routing order"),
-        _figure(pictures["matrix-random"], "Bandwidth matrix, random order"),
-        _figure(pictures["links"], "Bytes per cable of the shift-based run in random order"),
-        "<h2>2. Which allreduce, with and without network noise?</h2>",
+        pair_html(fig(pictures["matrix-routing"], "Bandwidth matrix, routing order"),
+                  fig(pictures["matrix-random"], "Bandwidth matrix, random order")),
+        tab("linkload"),
+        "<p>Left: each cable (the busiest by bytes, and the hottest one) against time, coloured by the number of "
+        "messages sharing it, averaged over each time bin (1 = one message at a time; 2 = two sharing its "
+        "bandwidth); its total bytes at its right; the hottest interval framed. Right: the bytes each cable "
+        "carried, drawn on the topology. Both orders use one colour scale and one time axis, so a colour means "
+        "the same load in both.</p>",
+        pair_html(fig(pictures["linkload-routing"], "Messages sharing each cable over time, routing order"),
+                  fig(pictures["links-routing"], "Bytes per cable, routing order")),
+        pair_html(fig(pictures["linkload-random"], "Messages sharing each cable over time, random order"),
+                  fig(pictures["links-random"], "Bytes per cable, random order")),
+    ])
+    allreduce = "\n".join([
         "<p>Half of the network runs the allreduce, the other half sends random permutations (network-noise "
         "paper, ratio 0.5); the slowdown is the noisy time over the clean time of each seeded run.</p>",
-        _html_table(by["allreduce"]),
-        _figure(pictures["allreduce-curves"], "Allreduce time against message size, no noise"),
-        _figure(pictures["allreduce-noise"], "Slowdown of the fastest algorithm per size under network noise "
-                                             "(notched box plots)"),
+        tab("allreduce"),
+        fig(pictures["allreduce-curves"], "Allreduce time against message size, no noise"),
+        fig(pictures["allreduce-noise"], "Slowdown of the fastest algorithm per size under network noise "
+                                         "(notched box plots)"),
         f'<p>Timeline of the fastest allreduce at {human_bytes(TIMELINE_SIZE)} under noise: '
         f'<a href="{html.escape(timeline)}">{html.escape(timeline)}</a> (Chrome trace format: open it at '
         f"https://ui.perfetto.dev or in chrome://tracing; {html.escape(words['grouping'])}, each rank's send, "
         "receive and wait lanes inside).</p>",
-        "<h2>3. Which all-to-all?</h2>", _html_table(by["alltoall"]),
-        _figure(pictures["alltoall"], "All-to-all time per algorithm"),
-        "<p>Reproductions of the papers' figures: <code>topocoll reproduce --all</code> (docs/reproduce.md).</p>",
-        "</body></html>",
-    ]
-    index = out / "index.html"
-    index.write_text("\n".join(parts) + "\n")
+    ])
+    alltoall = "\n".join([tab("alltoall"), fig(pictures["alltoall"], "All-to-all time per algorithm")])
+    folder = out / "reproduce"
+    found = found_pages(folder) if folder.is_dir() else []
+    index = write_page(out, "topocoll demo report", [
+        ("compositing", "1. Compositing", "1. Which compositing algorithm, in which node order?", compositing),
+        ("allreduce", "2. Allreduce", "2. Which allreduce, with and without network noise?", allreduce),
+        ("alltoall", "3. All-to-all", "3. Which all-to-all?", alltoall),
+    ], intro=intro, data=data, tables=by, reproductions=found)
+    if found:
+        link_back(folder)          # the report exists now: the pages link back to it
     return index

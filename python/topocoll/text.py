@@ -16,12 +16,13 @@ def human_bytes(n: int) -> str:
 def time_unit(seconds) -> tuple[float, str]:
     """``(scale, unit)`` for a table of times and the chart drawn beside it: ``(1e3, "ms")`` when
     every value is at least 1 ms, else ``(1e6, "µs")``. One unit per table, so a reader compares
-    digits, not suffixes; the chart uses the same one, so the table reads off its axis.
+    digits, not suffixes; the chart uses the same one, so the table reads off its axis. Zeros are
+    left out of the choice (0 reads the same in any unit).
 
-    >>> time_unit([2e-3, 0.5]), time_unit([2e-3, 4e-4]), time_unit([])
-    ((1000.0, 'ms'), (1000000.0, 'µs'), (1000000.0, 'µs'))
+    >>> time_unit([2e-3, 0.5]), time_unit([2e-3, 4e-4]), time_unit([0.0, 2e-3]), time_unit([])
+    ((1000.0, 'ms'), (1000000.0, 'µs'), (1000.0, 'ms'), (1000000.0, 'µs'))
     """
-    values = [float(s) for s in seconds]
+    values = [float(s) for s in seconds if float(s) != 0.0]
     return (1e3, "ms") if values and min(values) >= 1e-3 else (1e6, "µs")
 
 

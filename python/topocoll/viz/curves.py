@@ -58,13 +58,15 @@ def curves(rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def curves_figure(rows, *, title: str | None = None):
+def curves_figure(rows, *, title: str | None = None, time_scale: tuple[float, str] = (1e6, "µs")):
     """One line per algorithm, time (µs) against message size (B), log–log.
 
     Parameters
     ----------
     rows : iterable of :class:`topocoll.tune.Ranked` (or alike)
     title : str, optional
+    time_scale : (float, str)
+        Factor and unit of the time axis (default ``(1e6, "µs")``), to match a table beside it.
 
     Returns
     -------
@@ -88,11 +90,11 @@ def curves_figure(rows, *, title: str | None = None):
     order = sorted(data, key=lambda name: (data[name][1][-1], name))
     for i, name in enumerate(order):
         sizes, times = data[name]
-        ax.plot(sizes, times * 1e6, marker=_MARKERS[i % len(_MARKERS)], label=name)
+        ax.plot(sizes, times * time_scale[0], marker=_MARKERS[i % len(_MARKERS)], label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("message size (B)")
-    ax.set_ylabel("time (µs)")
+    ax.set_ylabel(f"time ({time_scale[1]})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     if title:
@@ -100,11 +102,11 @@ def curves_figure(rows, *, title: str | None = None):
     return fig
 
 
-def write_curves(rows, path, *, title: str | None = None) -> Path:
+def write_curves(rows, path, *, title: str | None = None, time_scale: tuple[float, str] = (1e6, "µs")) -> Path:
     """Write :func:`curves_figure` to ``path`` (``.png``, ``.svg`` or ``.pdf``)."""
     from .figure import check_path, save
     check_path(path, "write_curves")
-    return save(curves_figure(rows, title=title), path, "write_curves")
+    return save(curves_figure(rows, title=title, time_scale=time_scale), path, "write_curves")
 
 
 def bars_figure(groups: dict, *, ylabel: str, scale: float = 1.0, title: str | None = None):

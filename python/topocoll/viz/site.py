@@ -10,7 +10,8 @@ dependency. Anything else is shown as escaped text, never dropped.
 Layout rules (checked in headless Chromium by ``tests/test_demo.py`` at both widths): a
 ``<meta viewport>`` so phones do not render a 980 px page at a third of its size; body text
 16 px; tables inside a horizontally scrolling box (a wide table never widens the page);
-images scale to the column.
+images scale to the column; figures in a ``.pair`` stand side by side where the page is wide enough
+and one under the other on a phone.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ CSS = """html{-webkit-text-size-adjust:100%}
 body{font-family:system-ui,sans-serif;font-size:16px;line-height:1.45;max-width:1100px;margin:1em auto;
 padding:0 .75em;color:#222;overflow-wrap:anywhere}
 h1{font-size:1.5em}h2{font-size:1.25em;margin-top:1.6em}h3{font-size:1.05em}
-nav{font-size:.95em;margin:.5em 0 1em}nav a{margin-right:1em}
+nav{font-size:.95em;margin:.5em 0 1em}nav a{margin-right:1em;white-space:nowrap;display:inline-block}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:1em 0}
 table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;
 vertical-align:top;overflow-wrap:normal}th{background:#eef}
 td.num{text-align:right;white-space:nowrap}
 img{max-width:100%;height:auto;border:1px solid #ddd;margin:.5em 0}
 .model{color:#555;font-size:.9em}figure{margin:1em 0}figcaption{color:#555;font-size:.9em}
+.pair{display:flex;flex-wrap:wrap;gap:0 1em;align-items:flex-start}.pair>figure{flex:1 1 420px;min-width:0}
 code{font-size:.92em;background:#f4f4f4;padding:0 .2em}"""
 
 
