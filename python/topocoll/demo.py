@@ -26,13 +26,19 @@ candidates at stake are re-ranked by it and the table says so
 (:mod:`topocoll.tune.recheck`). ``--model`` ranks questions 1 and 3 with
 another model.
 
-It writes ``report/index.html`` (static: no JavaScript, no server) with the
-tables, the plots (time per algorithm, slowdown box plots), the bandwidth
-matrices of the shift-based run in both orders (the paper's Figs. 5–6, on the
-``flow`` model: max-min fair sharing gives every pair its bandwidth), the
-link loads drawn on the topology, and a Perfetto timeline of the fastest
-allreduce under noise. ``--topology``, ``-P``, ``--size`` and ``--routing``
-ask the same questions of another network.
+It writes ``report/index.html`` (static: no JavaScript, no server; a page of
+:mod:`topocoll.viz.site`, readable on a phone and a desktop) with the tables,
+each with its numbers beside it as CSV and JSON (one time unit per table, the
+unit of its chart), the plots (time per algorithm, slowdown box plots), the
+bandwidth matrices of the shift-based run in both orders (the paper's Figs.
+5–6, on the ``flow`` model: max-min fair sharing gives every pair its
+bandwidth), that run's link loads in both orders — messages sharing each cable
+over time with the hottest interval, beside the bytes per cable drawn on the
+topology, one colour scale for both orders (:mod:`topocoll.viz.linkload`) —, a
+Perfetto timeline of the fastest allreduce under noise, and links to the
+reproduction pages found in ``report/reproduce/`` (``topocoll reproduce --all
+--out report/reproduce``), which link back. ``--topology``, ``-P``, ``--size``
+and ``--routing`` ask the same questions of another network.
 
 Every number is the model's, computed here; seeds are printed.
 """
@@ -294,6 +300,7 @@ def run(args) -> int:
     n_comp, n_ar, n_a2a = count["reduce_scatter"], count["allreduce"] * len(ALLREDUCE_SIZES), count["alltoall"]
     progress = _Progress(2 * n_comp + 2 * n_ar + n_a2a + 8)
     tables: list[Table] = []
+    units: dict[str, str] = {}          # the time unit of each chart, its table's
     pictures: dict[str, str] = {}
     workers = args.jobs
     try:
@@ -306,6 +313,7 @@ def run(args) -> int:
             comp[order], comp_verdicts[order] = rows, verdicts[image_bytes]
         # one unit for both orders' tables and their chart (they are read against each other)
         comp_unit = time_unit([t for order in comp for t in _ranked_times(comp[order], comp_verdicts[order])])
+        units["compositing"] = comp_unit[1]
         for order, plat in (("routing", plat_routing), ("random", plat_random)):
             tables.append(_ranked_table(
                 f"compositing-{order}",
@@ -349,6 +357,7 @@ def run(args) -> int:
             picked.append((size, clean[0], stats[0], stats[1] if len(stats) > 1 else (None, None)))
         ar_unit = time_unit([t for _, first, (b, bs), _ in picked for t in (first.time, b.time * bs["median"])])
         scale, unit = ar_unit
+        units["allreduce"] = unit
         t = Table("allreduce",
                   f"2. allreduce of {human_bytes(ALLREDUCE_SIZES[0])} to {human_bytes(ALLREDUCE_SIZES[-1])} on "
                   f"P={p_ar} (random placement, seed {seed}), without and with network noise (ratio {NOISE_RATIO}: "
@@ -382,6 +391,7 @@ def run(args) -> int:
                    on_result=progress.ranking(n_a2a))
         a2a, a2a_verdicts = rerank_rows("alltoall", p, a2a, model, plat_routing, budget=budget)
         a2a_unit = time_unit(_ranked_times(a2a, a2a_verdicts[ALLTOALL_SIZE]))
+        units["alltoall"] = a2a_unit[1]
         tables.append(_ranked_table(
             "alltoall", f"3. all-to-all of {human_bytes(ALLTOALL_SIZE)} per destination, P={p}, routing order",
             f"{model_text}; {plat_routing.network.label}", a2a, a2a_verdicts[ALLTOALL_SIZE], a2a_unit))
@@ -404,8 +414,9 @@ def run(args) -> int:
                 m, out / f"matrix-{order}.png", vmax=vmax,
                 title=f"shift-based, P={p}, {order} order: {1 / sim.time:.2f} frames/s").name
             progress.step(f"matrix {order}")
-        tables.append(_link_loads(sims, pairs, {"routing": plat_routing, "random": plat_random}, out, pictures,
-                                  p=p, seed=seed))
+        table, units["linkload"] = _link_loads(sims, pairs, {"routing": plat_routing, "random": plat_random},
+                                               out, pictures, p=p, seed=seed)
+        tables.append(table)
         progress.step("link loads")
 
         # 5. a timeline: the fastest allreduce at TIMELINE_SIZE, under noise (seed `seed`)
@@ -429,7 +440,7 @@ def run(args) -> int:
                 f"one process per {GROUP} consecutive ranks ({len(group_names)} groups)")
     index = _write_report(out, tables, pictures, timeline, plat_routing, p, p_ar, seed,
                           time.monotonic() - started, words={**_network_words(kind), "grouping": grouping,
-                                                              "model": model_text})
+                                                              "model": model_text}, units=units)
     print(f"\nreport: {index} ({time.monotonic() - started:.0f} s)")
     return 0
 
@@ -438,11 +449,12 @@ def run(args) -> int:
 LINK_BINS = 100
 
 
-def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict, *, p: int, seed: int) -> Table:
+def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict, *, p: int,
+                seed: int) -> tuple[Table, str]:
     """The shift-based run's link loads in each order (:mod:`topocoll.viz.linkload`): messages sharing
     each cable over time and bytes per cable, drawn with one colour scale and one time axis for both
     orders so they compare; their numbers as a table, with ``pairs`` (each order's per-pair bandwidth
-    summary, :func:`topocoll.viz.matrix.summary`)."""
+    summary, :func:`topocoll.viz.matrix.summary`); returns the table and its time unit."""
     from .topology.draw import draw_svg
     from .viz.linkload import hottest_interval, link_utilisation, write_utilisation
     until = max(sim.time for sim in sims.values())
@@ -473,12 +485,14 @@ def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict,
                                               title=f"{order} order: bytes per cable").name
     t.notes = [f"colour scales shared by both orders: messages on a cable 0–{share_top:.2f}, bytes per cable "
                f"0–{bytes_top / 1e6:.2f} MB"]
-    return t
+    return t, unit
 
 
-def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, seconds, *, words) -> Path:
+def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, seconds, *, words,
+                  units: dict[str, str]) -> Path:
     """``out/index.html`` (:func:`topocoll.demo_report.write_page`) with every table's CSV and JSON
-    beside it, linking the reproduction pages in ``out/reproduce/`` (which then link back)."""
+    beside it, linking the reproduction pages in ``out/reproduce/`` (which then link back);
+    ``units``: the time unit of each chart (its caption says it, as its table's header does)."""
     from .reproduce import found_pages, link_back
     by = {t.key: t for t in tables}
     data = {t.key: write_data(out, t) for t in tables}
@@ -495,7 +509,8 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
              "(ms where every time is at least 1 ms, else µs), the unit of the chart beside it.</p>")
     compositing = "\n".join([
         f"<p>{words['intro']}</p>", tab("compositing-routing"), tab("compositing-random"),
-        fig(pictures["compositing"], "Compositing time per algorithm, routing order against random order"),
+        fig(pictures["compositing"], f"Compositing time per algorithm ({units['compositing']}), routing order "
+            "against random order"),
         "<h3>Bandwidth matrices of the shift-based run (the paper's Figs. 5–6)</h3>",
         "<p>Row: sending rank, column: receiving rank, grey level: bandwidth of that pair (white = link "
         "bandwidth), on the flow model; the histogram under each matrix gives min / mean / max per pair.</p>",
@@ -507,16 +522,18 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
         "bandwidth); its total bytes at its right; the hottest interval framed. Right: the bytes each cable "
         "carried, drawn on the topology. Both orders use one colour scale and one time axis, so a colour means "
         "the same load in both.</p>",
-        pair_html(fig(pictures["linkload-routing"], "Messages sharing each cable over time, routing order"),
+        pair_html(fig(pictures["linkload-routing"], f"Messages sharing each cable over time ({units['linkload']}), routing "
+                      "order"),
                   fig(pictures["links-routing"], "Bytes per cable, routing order")),
-        pair_html(fig(pictures["linkload-random"], "Messages sharing each cable over time, random order"),
+        pair_html(fig(pictures["linkload-random"], f"Messages sharing each cable over time ({units['linkload']}), random "
+                      "order"),
                   fig(pictures["links-random"], "Bytes per cable, random order")),
     ])
     allreduce = "\n".join([
         "<p>Half of the network runs the allreduce, the other half sends random permutations (network-noise "
         "paper, ratio 0.5); the slowdown is the noisy time over the clean time of each seeded run.</p>",
         tab("allreduce"),
-        fig(pictures["allreduce-curves"], "Allreduce time against message size, no noise"),
+        fig(pictures["allreduce-curves"], f"Allreduce time ({units['allreduce']}) against message size, no noise"),
         fig(pictures["allreduce-noise"], "Slowdown of the fastest algorithm per size under network noise "
                                          "(notched box plots)"),
         f'<p>Timeline of the fastest allreduce at {human_bytes(TIMELINE_SIZE)} under noise: '
@@ -524,7 +541,7 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
         f"https://ui.perfetto.dev or in chrome://tracing; {html.escape(words['grouping'])}, each rank's send, "
         "receive and wait lanes inside).</p>",
     ])
-    alltoall = "\n".join([tab("alltoall"), fig(pictures["alltoall"], "All-to-all time per algorithm")])
+    alltoall = "\n".join([tab("alltoall"), fig(pictures["alltoall"], f"All-to-all time per algorithm ({units['alltoall']})")])
     folder = out / "reproduce"
     found = found_pages(folder) if folder.is_dir() else []
     index = write_page(out, "topocoll demo report", [
