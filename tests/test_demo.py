@@ -4,14 +4,18 @@ is a picture, every table has rows, the timeline it links is a grouped Perfetto 
 end-to-end test opens the report in headless Chromium where one is installed (it installs
 nothing) and checks that the browser loaded every image and sees rows in every table."""
 
+import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
+from browser import check_layout
 
 from topocoll.cli import main
 
@@ -24,11 +28,20 @@ class _Report(HTMLParser):
     def __init__(self):
         super().__init__()
         self.images, self.links, self.tables, self.scripts = [], [], [], 0
-        self._section = None
+        self.ids, self.headings, self.captions, self.metas = [], {}, [], []
+        self._section = self._heading = None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if tag == "img":
+        if attrs.get("id"):
+            self.ids.append(attrs["id"])
+        if tag in ("h2", "h3") and attrs.get("id"):
+            self._heading = attrs["id"]
+        if tag == "meta":
+            self.metas.append(attrs)
+        elif tag == "figcaption":
+            self.captions.append("")
+        elif tag == "img":
             self.images.append(attrs)
         elif tag == "a":
             self.links.append(attrs.get("href"))
@@ -41,7 +54,15 @@ class _Report(HTMLParser):
         elif tag == "script":
             self.scripts += 1
 
+    def handle_endtag(self, tag):
+        if tag in ("h2", "h3"):
+            self._heading = None
+
     def handle_data(self, data):
+        if self._heading and self.tables is not None:
+            self.headings[self._heading] = self.headings.get(self._heading, "") + data
+        if self.lasttag == "figcaption" and self.captions:
+            self.captions[-1] += data
         if self.tables and self.lasttag in ("td", "th") and data.strip():
             rows = self.tables[-1][self._section]
             if rows:
@@ -112,7 +133,7 @@ def test_every_answer_names_its_model_and_caveats(report):
     _, text = report
     block = text.split("1a. image compositing")[1].split("1b.")[0]
     assert "settings: defaults" in block
-    assert "ranked by the packet model" in block and "head-of-line blocking" in block and "time (packet)" in block
+    assert "ranked by the packet model" in block and "head-of-line blocking" in block and "time (packet, " in block
     assert "shift-based paper §5" in block
     allreduce = text.split("2. allreduce of")[1].split("3. all-to-all")[0]
     assert "caveats: none" in allreduce
@@ -124,7 +145,7 @@ def test_no_recheck_keeps_the_model_ranking_and_prints_the_caveat(tmp_path, caps
     assert main(args) == 0
     text = capsys.readouterr().out
     block = text.split("1a. image compositing")[1].split("1b.")[0]
-    assert "ranked by the packet model" not in block and "time (packet)" not in block
+    assert "ranked by the packet model" not in block and "time (packet" not in block
     assert "caveat: loggops lacks head-of-line blocking, finite buffers and NIC queue-pair interleaving" in block
 
 
@@ -139,6 +160,7 @@ def test_text_follows_the_topology_on_a_torus(tmp_path, capsys):
     page = (out / "index.html").read_text()
     assert "fat tree" not in page and "leaf switch" not in page
     assert "On a torus or mesh" in page and "one process per 8 consecutive ranks" in page
+    assert "None beside this report yet" in page and 'href="reproduce/' not in page
 
 
 def test_unwritable_out_is_one_line(capsys):
@@ -226,3 +248,110 @@ def test_bad_input_is_one_line_before_any_work(argv, message, capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("topocoll: error: ") and err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "r").exists()
+
+
+def _page(out) -> _Report:
+    page = _Report()
+    page.feed((out / "index.html").read_text())
+    return page
+
+
+def _keyed_tables(page: _Report) -> dict[str, dict]:
+    """The page's tables by their heading's id (each table follows its h3)."""
+    keys = [i for i in page.ids if i in ("compositing-routing", "compositing-random", "allreduce", "alltoall",
+                                          "linkload")]
+    assert len(keys) == len(page.tables)
+    return dict(zip(keys, page.tables))
+
+
+def test_report_is_a_site_page_phone_and_desktop(report, tmp_path):
+    """viz.site's page: the viewport meta (phones render at device width), a navigation line whose
+    anchors exist; in headless Chromium (where one is) nothing scrolls sideways or is clipped at 390 or
+    1280 px."""
+    out, _ = report
+    page = _page(out)
+    assert {"name": "viewport", "content": "width=device-width, initial-scale=1"} in page.metas
+    anchors = [href[1:] for href in page.links if href and href.startswith("#")]
+    assert {"question-compositing", "question-allreduce", "question-alltoall", "data", "reproductions"} <= set(anchors)
+    assert len(page.ids) == len(set(page.ids))                  # ids unique: every anchor lands once
+    assert all(a in page.ids for a in anchors), set(anchors) - set(page.ids)
+    assert check_layout(out / "index.html", tmp_path) == {390: "OK", 1280: "OK"}
+
+
+def test_every_table_saved_beside_it_as_csv_and_json_equal_to_the_page(report):
+    out, _ = report
+    page = _page(out)
+    tables = _keyed_tables(page)
+    for key, table in tables.items():
+        assert f"{key}.csv" in page.links and f"{key}.json" in page.links     # under the table and in Data
+        with open(out / f"{key}.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        assert rows[0] == table["head"][0], key
+        assert rows[1:] == table["body"], key
+        doc = json.loads((out / f"{key}.json").read_text())
+        assert doc["columns"] == table["head"][0] and len(doc["rows"]) == len(table["body"])
+        for got, shown in zip((c for row in doc["rows"] for c in row), (c for row in table["body"] for c in row)):
+            if isinstance(got, (int, float)):
+                assert got == float(shown), (key, got, shown)
+            else:
+                assert got == shown and not re.fullmatch(r"-?\d+(\.\d+)?", shown), (key, got, shown)
+    data = page.links[page.links.index("#data"):]
+    assert all(f"{key}.csv" in data and f"{key}.json" in data for key in tables)
+
+
+#: a time column's header: "… (µs)" or "… (model, ms)"
+_TIME = re.compile(r"\((?:[^()]*, )?(µs|ms)\)$")
+
+
+def test_one_time_unit_per_table_the_unit_of_its_chart(report):
+    """ms when every (non-zero) time of a table is at least 1 ms, else µs; the chart's caption says the same."""
+    out, _ = report
+    page = _page(out)
+    units = {}
+    for key, table in _keyed_tables(page).items():
+        cols = [(i, m[1]) for i, h in enumerate(table["head"][0]) if (m := _TIME.search(h))]
+        if not cols:
+            continue
+        found = {u for _, u in cols}
+        assert len(found) == 1, (key, found)
+        units[key] = unit = found.pop()
+        values = [float(row[i]) for row in table["body"] for i, _ in cols if row[i] != "-" and float(row[i]) != 0]
+        in_ms = [v / (1e3 if unit == "µs" else 1) for v in values]
+        assert (min(in_ms) >= 1) == (unit == "ms"), (key, unit, min(in_ms))
+    assert set(units) == {"compositing-routing", "compositing-random", "allreduce", "alltoall", "linkload"}
+    assert units["compositing-routing"] == units["compositing-random"]
+    captions = {c.split(" ")[0]: c for c in page.captions}
+    for word, key in (("Compositing", "compositing-routing"), ("Allreduce", "allreduce"),
+                      ("All-to-all", "alltoall"), ("Messages", "linkload")):
+        assert f"({units[key]})" in captions[word], (captions[word], units[key])
+
+
+def test_link_loads_over_time_in_both_orders_on_one_scale(report):
+    """The shift-based run's cables over time: the random order piles messages onto cables the routing
+    order keeps to about one at a time (the paper's Figs. 5–6); one colour scale, the larger peak."""
+    out, _ = report
+    table = _keyed_tables(_page(out))["linkload"]
+    head = table["head"][0]
+    rows = {row[0]: dict(zip(head, row)) for row in table["body"]}
+    assert set(rows) == {"routing", "random"}
+    peak = {o: float(r["messages on it (bin mean)"]) for o, r in rows.items()}
+    shared = {o: int(r["cables with ≥ 2 messages in a bin"]) for o, r in rows.items()}
+    assert peak["random"] > peak["routing"] and shared["random"] > shared["routing"], (peak, shared)
+    text = (out / "index.html").read_text()
+    assert f"messages on a cable 0–{max(peak.values()):.2f}" in text
+    assert (out / "linkload-routing.png").read_bytes() != (out / "linkload-random.png").read_bytes()
+    assert (out / "links-routing.svg").read_bytes() != (out / "links-random.svg").read_bytes()
+    for order in rows:
+        assert f'src="linkload-{order}.png"' in text and f'src="links-{order}.svg"' in text
+
+
+def test_reproduction_pages_linked_both_ways(report):
+    out, _ = report
+    page = _page(out)
+    repro = [href for href in page.links if href and href.startswith("reproduce/")]
+    assert repro[:2] == ["reproduce/index.html", "reproduce/butterfly/butterfly.html"]
+    for href in repro:
+        assert (out / href).is_file(), href
+    butterfly = (out / "reproduce/butterfly/butterfly.html").read_text()
+    assert '<a href="../../index.html">demo report</a>' in butterfly
+    assert '<a href="../index.html">demo report</a>' in (out / "reproduce/index.html").read_text()

@@ -545,9 +545,9 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
     folder = out / "reproduce"
     found = found_pages(folder) if folder.is_dir() else []
     index = write_page(out, "topocoll demo report", [
-        ("compositing", "1. Compositing", "1. Which compositing algorithm, in which node order?", compositing),
-        ("allreduce", "2. Allreduce", "2. Which allreduce, with and without network noise?", allreduce),
-        ("alltoall", "3. All-to-all", "3. Which all-to-all?", alltoall),
+        ("question-compositing", "1. Compositing", "1. Which compositing algorithm, in which node order?", compositing),
+        ("question-allreduce", "2. Allreduce", "2. Which allreduce, with and without network noise?", allreduce),
+        ("question-alltoall", "3. All-to-all", "3. Which all-to-all?", alltoall),
     ], intro=intro, data=data, tables=by, reproductions=found)
     if found:
         link_back(folder)          # the report exists now: the pages link back to it

@@ -70,3 +70,18 @@ def test_bad_input_is_one_line():
         topology_figure(t, [1, 2, 3])
     with pytest.raises(SpecError, match=r"^draw: 'x.gif' has suffix '.gif'"):
         draw_svg(t, "x.gif")
+
+
+def test_vmax_sets_one_colour_scale_for_two_drawings():
+    """Two runs drawn with the same vmax: a cable of load 5 has one colour in both, whatever each run's
+    own largest load; a vmax below the largest load is refused (the scale would saturate silently)."""
+    t = _two_switches_with_three_cables()
+    small, large = np.zeros(t.n_links), np.zeros(t.n_links)
+    small[2], large[2], large[3] = 5, 5, 10
+    a, b = (topology_figure(t, loads, vmax=10) for loads in (small, large))
+    assert _lines(a)["cable-2-3-0"].get_color() == _lines(b)["cable-2-3-0"].get_color()
+    own = topology_figure(t, small)
+    assert own.axes[0].get_lines() and _lines(own)["cable-2-3-0"].get_color() != _lines(a)["cable-2-3-0"].get_color()
+    assert a.axes[1].get_ylim() == pytest.approx((0, 10))
+    with pytest.raises(SpecError, match="vmax=4"):
+        topology_figure(t, large, vmax=4)

@@ -53,3 +53,58 @@ def test_an_untraced_run_is_refused_in_one_line():
     sim = simulate(_incast(), Platform(alpha=0, network=make_network("crossbar:4", 4)), EngineConfig("flow"))
     with pytest.raises(SpecError, match="without trace=True"):
         link_utilisation(sim)
+
+
+def _shift_run(order: str):
+    net = make_network("kary:4,2", 16, routing="ftree", order=order, seed=1)
+    return net, simulate(generate("reduce_scatter", "shift_based", 16, count=1 << 14, itemsize=16),
+                         Platform(alpha=1e-6, network=net), EngineConfig("flow", trace=True))
+
+
+def _by_hand(net, sim, edges):
+    """Messages per (link, bin) by a loop over the traced messages and their static routes, one at a time."""
+    from topocoll.topology.routing import route
+    tr = sim.trace
+    util = {}
+    for k, op in enumerate(tr["send"]):
+        src, dst = int(net.order[tr["rank"][op]]), int(net.order[tr["peer"][op]])
+        if src == dst or tr["nbytes"][op] == 0:
+            continue
+        indptr, links, weights = route(net.router, np.array([src]), np.array([dst]), weights=True)
+        a, b = float(tr["inject"][k]), float(tr["arrive"][k])
+        for link, w in zip(links.tolist(), weights.tolist()):
+            for j in range(len(edges) - 1):
+                overlap = min(b, edges[j + 1]) - max(a, edges[j])
+                if overlap > 0:
+                    util[link, j] = util.get((link, j), 0.0) + w * overlap / (edges[j + 1] - edges[j])
+    return util
+
+
+@pytest.mark.parametrize("order", ["routing", "random"])
+def test_hottest_interval_equals_the_concurrency_counted_message_by_message(order):
+    net, sim = _shift_run(order)
+    u = link_utilisation(sim, bins=40)
+    hand = _by_hand(net, sim, u.edges.tolist())
+    (link, j), peak = max(hand.items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))
+    got = hottest_interval(u)
+    assert got[3] == pytest.approx(peak, rel=1e-9) and got[0] == link
+    assert (got[1], got[2]) == pytest.approx((u.edges[j], u.edges[j + 1]))
+    assert sum(hand.values()) == pytest.approx(float(u.util.sum()), rel=1e-9)
+
+
+def test_two_runs_binned_alike_and_one_colour_scale():
+    """until= extends the span (same bins for two runs; the message-time on each link is unchanged);
+    vmax= fixes the colour scale; the hottest link is drawn even when it is not among the top by bytes."""
+    _, sim = _shift_run("random")
+    u = link_utilisation(sim, bins=20)
+    wide = link_utilisation(sim, bins=40, until=2 * sim.time)
+    assert wide.edges[-1] == pytest.approx(2 * sim.time) and np.allclose(wide.util[:, 20:], 0.0)
+    assert np.allclose((wide.util * np.diff(wide.edges)).sum(axis=1), (u.util * np.diff(u.edges)).sum(axis=1))
+    fig = utilisation_figure(u, vmax=7.5, top=1)
+    assert fig.axes[0].images[0].norm.vmax == 7.5
+    assert len(fig.axes[0].patches) == 1                         # the hottest interval, framed
+    assert fig.axes[0].get_yticklabels()[0].get_text() == f"link {hottest_interval(u)[0]}"
+    with pytest.raises(SpecError, match="until="):
+        link_utilisation(sim, until=sim.time / 2)
+    with pytest.raises(SpecError, match="vmax=0"):
+        utilisation_figure(u, vmax=0)
