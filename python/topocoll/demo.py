@@ -522,12 +522,10 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
         "bandwidth); its total bytes at its right; the hottest interval framed. Right: the bytes each cable "
         "carried, drawn on the topology. Both orders use one colour scale and one time axis, so a colour means "
         "the same load in both.</p>",
-        pair_html(fig(pictures["linkload-routing"], f"Messages sharing each cable over time ({units['linkload']}), routing "
-                      "order"),
-                  fig(pictures["links-routing"], "Bytes per cable, routing order")),
-        pair_html(fig(pictures["linkload-random"], f"Messages sharing each cable over time ({units['linkload']}), random "
-                      "order"),
-                  fig(pictures["links-random"], "Bytes per cable, random order")),
+        *(pair_html(fig(pictures[f"linkload-{order}"],
+                        f"Messages sharing each cable over time ({units['linkload']}), {order} order"),
+                    fig(pictures[f"links-{order}"], f"Bytes per cable, {order} order"))
+          for order in ("routing", "random")),
     ])
     allreduce = "\n".join([
         "<p>Half of the network runs the allreduce, the other half sends random permutations (network-noise "
@@ -541,11 +539,13 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
         f"https://ui.perfetto.dev or in chrome://tracing; {html.escape(words['grouping'])}, each rank's send, "
         "receive and wait lanes inside).</p>",
     ])
-    alltoall = "\n".join([tab("alltoall"), fig(pictures["alltoall"], f"All-to-all time per algorithm ({units['alltoall']})")])
+    alltoall = "\n".join([tab("alltoall"),
+                          fig(pictures["alltoall"], f"All-to-all time per algorithm ({units['alltoall']})")])
     folder = out / "reproduce"
     found = found_pages(folder) if folder.is_dir() else []
     index = write_page(out, "topocoll demo report", [
-        ("question-compositing", "1. Compositing", "1. Which compositing algorithm, in which node order?", compositing),
+        ("question-compositing", "1. Compositing", "1. Which compositing algorithm, in which node order?",
+         compositing),
         ("question-allreduce", "2. Allreduce", "2. Which allreduce, with and without network noise?", allreduce),
         ("question-alltoall", "3. All-to-all", "3. Which all-to-all?", alltoall),
     ], intro=intro, data=data, tables=by, reproductions=found)
