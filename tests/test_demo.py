@@ -339,8 +339,6 @@ def test_link_loads_over_time_in_both_orders_on_one_scale(report):
     assert peak["random"] > peak["routing"] and shared["random"] > shared["routing"], (peak, shared)
     text = (out / "index.html").read_text()
     assert f"messages on a cable 0–{max(peak.values()):.2f}" in text
-    assert (out / "linkload-routing.png").read_bytes() != (out / "linkload-random.png").read_bytes()
-    assert (out / "links-routing.svg").read_bytes() != (out / "links-random.svg").read_bytes()
     for order in rows:
         assert f'src="linkload-{order}.png"' in text and f'src="links-{order}.svg"' in text
 

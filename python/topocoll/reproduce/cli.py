@@ -15,8 +15,9 @@ __all__ = ["add_reproduce_parser", "cmd_reproduce"]
 def add_reproduce_parser(sub) -> None:
     p = sub.add_parser("reproduce", help="reproduce the papers' results in simulation: pages, CSV, plots",
                        description="Run a paper's experiments on its configuration in simulation and write a "
-                                   "Markdown page (the paper's numbers beside topocoll's, ratio, whether each "
-                                   "conclusion holds), CSV files and plots.")
+                                   "page in Markdown and HTML (the paper's numbers beside topocoll's, ratio, whether "
+                                   "each conclusion holds), CSV files and plots. With --out report/reproduce the "
+                                   "pages sit beside `topocoll demo`'s report, linked both ways.")
     p.add_argument("name", nargs="?", help=f"experiment: {', '.join(EXPERIMENTS)}")
     p.add_argument("--all", action="store_true", help="run every experiment")
     p.add_argument("--quick", action="store_true", help="reduced sizes (all five in about a minute on 2 cores)")
