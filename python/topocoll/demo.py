@@ -321,6 +321,7 @@ def run(args) -> int:
                 f"×{pixel} B = {human_bytes(image_bytes)}, P={p}, nodes in "
                 + ("the routing engine's order" if order == "routing" else f"a random order (seed {seed})"),
                 f"{model_text}; {plat.network.label}", comp[order], comp_verdicts[order], comp_unit))
+            tables[-1].short = f"1{'a' if order == 'routing' else 'b'}. compositing, {order} order"
         bars = {order: {curve_label(r.algorithm, r.params): r.time for r in rows} for order, rows in comp.items()}
         pictures["compositing"] = write_bars(
             bars, out / "compositing.png", ylabel=f"time ({comp_unit[1]}, {args.model} model)", scale=comp_unit[0],
@@ -375,6 +376,7 @@ def run(args) -> int:
                            curve_label(ru.algorithm, ru.params) if ru else "-",
                            f"{(ru.time * rs['median']) / (b.time * bs['median']) * 100 - 100:.1f}" if ru else "-"))
         t.notes = sorted(set(line for v in ar_verdicts.values() for line in _verdict_notes(v)))
+        t.short = "2. allreduce, without and with network noise"
         tables.append(t)
         pictures["allreduce-curves"] = write_curves(
             clean_rows, out / "allreduce-curves.png", time_scale=ar_unit,
@@ -395,6 +397,7 @@ def run(args) -> int:
         tables.append(_ranked_table(
             "alltoall", f"3. all-to-all of {human_bytes(ALLTOALL_SIZE)} per destination, P={p}, routing order",
             f"{model_text}; {plat_routing.network.label}", a2a, a2a_verdicts[ALLTOALL_SIZE], a2a_unit))
+        tables[-1].short = "3. all-to-all"
         pictures["alltoall"] = write_bars(
             {"routing order": {curve_label(r.algorithm, r.params): r.time for r in a2a}}, out / "alltoall.png",
             ylabel=f"time ({a2a_unit[1]}, {args.model} model)", scale=a2a_unit[0],
@@ -468,7 +471,8 @@ def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict,
               "flow (max-min fair sharing); " + plats["routing"].network.label.split(", order")[0],
               ("order", "frames/s", "pair bandwidth min (MB/s)", "pair bandwidth mean (MB/s)", "hottest cable",
                f"hottest interval from ({unit})", f"hottest interval to ({unit})", "messages on it (bin mean)",
-               "cables with ≥ 2 messages in a bin", "busiest cable (MB)"))
+               "cables with ≥ 2 messages in a bin", "busiest cable (MB)"),
+              short="4. link loads of the shift-based run")
     for order, sim in sims.items():
         net, u = plats[order].network, loads[order]
         link, a, b, peak = hot[order]

@@ -35,6 +35,8 @@ class Table:
     header: tuple
     rows: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    #: the table's name where the title is too long (the Data section's list); default the title
+    short: str = ""
 
 
 def json_value(cell: str):
@@ -107,7 +109,7 @@ def write_page(out: Path, title: str, sections: list[tuple[str, str, str, str]],
     parts.append("<p>The numbers of every table above as printed, one file per table: CSV (the same header and "
                  "cells) and JSON (title, model, columns, rows with numbers as numbers, notes).</p><ul>")
     for key, (csv_name, json_name) in data.items():
-        parts.append(f'<li><a href="#{key}">{html.escape(tables[key].title.split(",")[0])}</a>: '
+        parts.append(f'<li><a href="#{key}">{html.escape(tables[key].short or tables[key].title)}</a>: '
                      f'<a href="{html.escape(csv_name)}">{html.escape(csv_name)}</a> · '
                      f'<a href="{html.escape(json_name)}">{html.escape(json_name)}</a></li>')
     parts.append("</ul>")
@@ -116,8 +118,9 @@ def write_page(out: Path, title: str, sections: list[tuple[str, str, str, str]],
         parts.append("<p>The papers' own experiments in simulation, the papers' numbers beside topocoll's "
                      "(written by <code>topocoll reproduce</code> into <code>reproduce/</code> beside this "
                      "report; each page links back here):</p><ul>")
-        parts += [f'<li><a href="reproduce/{html.escape(href)}">{html.escape(name)}</a></li>'
-                  for href, name in reproductions]
+        parts += [f'<li><a href="reproduce/{html.escape(href)}">'
+                  f'{"Index: every paper and the results that hold" if href == "index.html" else html.escape(name)}'
+                  "</a></li>" for href, name in reproductions]
         parts.append("</ul>")
     else:
         parts.append("<p>None beside this report yet: <code>topocoll reproduce --all --quick --out "
