@@ -521,15 +521,17 @@ def _write_report(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, se
         pair_html(fig(pictures["matrix-routing"], "Bandwidth matrix, routing order"),
                   fig(pictures["matrix-random"], "Bandwidth matrix, random order")),
         tab("linkload"),
-        "<p>Left: each cable (the busiest by bytes, and the hottest one) against time, coloured by the number of "
-        "messages sharing it, averaged over each time bin (1 = one message at a time; 2 = two sharing its "
-        "bandwidth); its total bytes at its right; the hottest interval framed. Right: the bytes each cable "
-        "carried, drawn on the topology. Both orders use one colour scale and one time axis, so a colour means "
-        "the same load in both.</p>",
-        *(pair_html(fig(pictures[f"linkload-{order}"],
-                        f"Messages sharing each cable over time ({units['linkload']}), {order} order"),
-                    fig(pictures[f"links-{order}"], f"Bytes per cable, {order} order"))
-          for order in ("routing", "random")),
+        "<p>First row, routing order beside random order: each cable (the busiest by bytes, and the hottest "
+        "one) against time, coloured by the number of messages sharing it, averaged over each time bin (1 = one "
+        "message at a time; 2 = two sharing its bandwidth), its total bytes at its right, the hottest interval "
+        "framed. Second row: the bytes each cable carried, drawn on the topology. Both orders use one colour "
+        "scale and one time axis, so a colour means the same load in both. A picture opens full size when "
+        "clicked.</p>",
+        pair_html(*(fig(pictures[f"linkload-{order}"],
+                        f"Messages sharing each cable over time ({units['linkload']}), {order} order")
+                    for order in ("routing", "random"))),
+        pair_html(*(fig(pictures[f"links-{order}"], f"Bytes per cable, {order} order")
+                    for order in ("routing", "random"))),
     ])
     allreduce = "\n".join([
         "<p>Half of the network runs the allreduce, the other half sends random permutations (network-noise "

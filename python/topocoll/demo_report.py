@@ -84,8 +84,10 @@ def table_html(t: Table, data: tuple[str, str] | None = None) -> str:
 
 
 def figure_html(src: str, caption: str) -> str:
-    return (f'<figure><img src="{html.escape(src)}" alt="{html.escape(caption)}" loading="lazy">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    """A picture scaled to the column, linked to itself: on a phone, or beside another, a click opens
+    it full size."""
+    return (f'<figure><a href="{html.escape(src)}"><img src="{html.escape(src)}" alt="{html.escape(caption)}" '
+            f'loading="lazy"></a><figcaption>{html.escape(caption)}</figcaption></figure>')
 
 
 def pair_html(*figures: str) -> str:
