@@ -1,5 +1,5 @@
 """`topocoll demo` on a small network (16 endpoints, 16 ranks: about 3 s where the default 144
-takes 18 s): the ranked tables on stdout, and report/index.html — a page of the static site (viewport,
+takes 15–18 s): the ranked tables on stdout, and report/index.html — a page of the static site (viewport,
 navigation), every image it shows exists and is a picture, every table has rows and its CSV and JSON
 beside it hold the same cells, one time unit per table and its chart, the shift-based run's link
 loads in both orders, the reproduction pages linked both ways, the timeline it links is a grouped
