@@ -15,6 +15,7 @@ import csv
 import html
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,16 +41,18 @@ class Table:
 
 
 def json_value(cell: str):
-    """A printed cell as JSON: an integer or a number where it reads as one, else the text.
+    """A printed cell as JSON: an integer or a finite number where it reads as one, else the text
+    (``inf`` and ``nan`` stay text: JSON has no such numbers).
 
-    >>> json_value("12"), json_value("3.50"), json_value("-"), json_value("[0.9, 1.1]")
-    (12, 3.5, '-', '[0.9, 1.1]')
+    >>> json_value("12"), json_value("3.50"), json_value("-"), json_value("[0.9, 1.1]"), json_value("inf")
+    (12, 3.5, '-', '[0.9, 1.1]', 'inf')
     """
     for kind in (int, float):
         try:
-            return kind(cell)
+            value = kind(cell)
         except ValueError:
-            pass
+            continue
+        return value if math.isfinite(value) else cell
     return cell
 
 
@@ -62,7 +65,8 @@ def write_data(out: Path, t: Table) -> tuple[str, str]:
     write_text(out / f"{t.key}.csv", buf.getvalue(), option="--out")
     doc = {"title": t.title, "model": t.model, "columns": list(t.header),
            "rows": [[json_value(str(c)) for c in row] for row in t.rows], "notes": list(t.notes)}
-    write_text(out / f"{t.key}.json", json.dumps(doc, ensure_ascii=False, indent=1) + "\n", option="--out")
+    write_text(out / f"{t.key}.json", json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+               option="--out")
     return f"{t.key}.csv", f"{t.key}.json"
 
 
