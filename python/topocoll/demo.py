@@ -419,7 +419,7 @@ def run(args) -> int:
             progress.step(f"matrix {order}")
         table, units["linkload"] = _link_loads(sims, pairs, {"routing": plat_routing, "random": plat_random},
                                                out, pictures, p=p, seed=seed)
-        tables.append(table)
+        tables.insert(2, table)             # 1c: after the compositing tables it belongs to
         progress.step("link loads")
 
         # 5. a timeline: the fastest allreduce at TIMELINE_SIZE, under noise (seed `seed`)
@@ -466,13 +466,13 @@ def _link_loads(sims: dict, pairs: dict, plats: dict, out: Path, pictures: dict,
     scale, unit = time_unit([x for h in hot.values() for x in h[1:3]])
     share_top = max(1.0, max(float(u.util.max()) for u in loads.values()))
     bytes_top = max(float(sim.link_bytes.max()) for sim in sims.values())
-    t = Table("linkload", f"4. link loads of the shift-based run (flow model), P={p}, in both node orders "
+    t = Table("linkload", f"1c. link loads of the shift-based run (flow model), P={p}, in both node orders "
                           f"(random: seed {seed}); {LINK_BINS} time bins over the slower run",
               "flow (max-min fair sharing); " + plats["routing"].network.label.split(", order")[0],
               ("order", "frames/s", "pair bandwidth min (MB/s)", "pair bandwidth mean (MB/s)", "hottest cable",
                f"hottest interval from ({unit})", f"hottest interval to ({unit})", "messages on it (bin mean)",
                "cables with ≥ 2 messages in a bin", "busiest cable (MB)"),
-              short="4. link loads of the shift-based run")
+              short="1c. link loads of the shift-based run")
     for order, sim in sims.items():
         net, u = plats[order].network, loads[order]
         link, a, b, peak = hot[order]
