@@ -115,6 +115,7 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._filled()
+        self._argv = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
     def format_usage(self):
@@ -126,12 +127,23 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message):
-        raise SpecError(message.replace("\n", " "))
+        raise SpecError(message.replace("\n", " ") + _json_swallowed(getattr(self, "_argv", ())))
 
     def exit(self, status=0, message=None):
         if message:
             sys.stderr.write(message)
         raise _ParserExit(status)
+
+
+def _json_swallowed(argv) -> str:
+    """`` (--json took WORD as its FILE: ...)`` when a bare ``--json`` was followed by a word (argparse's
+    ``nargs="?"`` takes it as FILE, so a positional argument after it goes missing); else ''."""
+    from .outputs import JSON_SWALLOW_HINT
+    argv = list(argv)
+    for k, word in enumerate(argv[:-1]):
+        if word == "--json" and not argv[k + 1].startswith("-"):
+            return f" (--json took {argv[k + 1]!r} as its FILE: {JSON_SWALLOW_HINT})"
+    return ""
 
 
 class _TopParser(_Parser):
@@ -619,7 +631,8 @@ def _compare_arguments(p) -> None:
                    help="print each candidate's result on stderr as it finishes (on a terminal this and a "
                         "progress bar show anyway after "
                         f"{PROGRESS_DELAY:g} s); stdout keeps only the final tables")
-    p.add_argument("--json", metavar="FILE", help="also write the ranking as JSON (- : to stdout, instead of the table)")
+    from .outputs import add_json_argument     # the verb's imports wait until it is parsed (module doc)
+    add_json_argument(p, "the ranking")
     p.add_argument("--csv", metavar="FILE", help="also write the ranking as CSV (- : to stdout, instead of the table)")
     from .tune.recheck import add_recheck_arguments
     add_recheck_arguments(p)

@@ -6,12 +6,12 @@ the result. Everything here is a library call first (:mod:`.engine`,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
-from ..outputs import check_output, check_outputs, input_files, write_text
+from ..outputs import (add_json_argument, check_output, check_outputs, input_files, json_output, write_json,
+                       write_text)
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
 from ..text import table as _table
@@ -397,7 +397,7 @@ def add_simulate_parser(sub) -> None:
                    help="where a sweep runs: serial (default), local processes, or MPI ranks "
                         "(under mpiexec, through mpi4py.futures)")
     p.add_argument("--workers", type=positive_int, default=None, help="processes of a sweep")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_argument(p, "the result")
     p.set_defaults(func=cmd_simulate)
 
 
@@ -456,9 +456,8 @@ def _goal_run(args) -> int:
                           trace=bool(args.trace or args.matrix))
     sim = simulate(prog, platform, config)
     outputs = _write_pictures(args, sim, prog)
-    if args.json:
-        print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
-                          "outputs": outputs}, indent=1))
+    if write_json(args, {"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
+                         "outputs": outputs}):
         return 0
     print(f"{prog.label()} on {platform.describe()}\n{model_line(args, args.model, config.options)}, "
           f"sync={args.sync}: time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
@@ -493,8 +492,7 @@ def _traffic_run(args) -> int:
                         f"expected {', '.join(allowed)}")
     rows = traffic(args.algorithm, loads, args.topology, packet_options(args), seed=args.seed, routing=args.routing,
                    tie=getattr(args, "tie", None), **params)
-    if args.json:
-        print(json.dumps([{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows], indent=1))
+    if write_json(args, [{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows]):
         return 0
     model = "packet model" if not rows[0].cycle else f"flit routers (cycle {rows[0].cycle * 1e9:.4g} ns)"
     tie = getattr(args, "tie", None)
@@ -531,7 +529,8 @@ def _check_pictures(args) -> None:
     """--trace, --matrix, --draw checked before the run: writable, distinct, none an input, the
     pictures' suffixes known (a typo must not cost the run, nor a refusal leave some written)."""
     from ..viz.figure import check_path
-    check_outputs([("--trace", args.trace), ("--matrix", args.matrix), ("--draw", args.draw)], input_files(args))
+    check_outputs([("--trace", args.trace), ("--matrix", args.matrix), ("--draw", args.draw), *json_output(args)],
+                  input_files(args), stdout=("--json",))
     for option in ("--matrix", "--draw"):
         path = getattr(args, option[2:])
         if path:
@@ -564,10 +563,9 @@ def cmd_simulate(args) -> int:
         if args.trace or args.matrix or args.draw or args.runs > 1:
             raise SpecError("--trace, --matrix, --draw and --runs take one P and one size, expected no lists")
         rows = run_sweep(tasks, executor=args.executor, workers=args.workers, progress=_progress)
-        if args.json:
-            print(json.dumps([{"schedule": r.label, "P": r.task.p, "size": r.task.size, "time_s": r.time,
-                               "slowdown": r.slowdown, "bandwidth_Bps": r.bandwidth, "hot_link": r.hot_link,
-                               "seed": r.seed} for r in rows], indent=1))
+        if write_json(args, [{"schedule": r.label, "P": r.task.p, "size": r.task.size, "time_s": r.time,
+                              "slowdown": r.slowdown, "bandwidth_Bps": r.bandwidth, "hot_link": r.hot_link,
+                              "seed": r.seed} for r in rows]):
             return 0
         head = ("schedule", "P", "size", "time", "bandwidth", "hottest link")
         table = [head] + [(r.label, str(r.task.p), str(r.task.size), f"{r.time * 1e6:.2f} µs",
@@ -582,8 +580,7 @@ def cmd_simulate(args) -> int:
     if task.noise is not None and args.runs > 1:
         runs = noise_runs(sched, platform, model=task.model, noise=task.noise, runs=args.runs,
                           options=task.options, progress=_progress)
-        if args.json:
-            print(json.dumps({"schedule": sched.label(), **runs.as_dict()}, indent=1))
+        if write_json(args, {"schedule": sched.label(), **runs.as_dict()}):
             return 0
         q1, q3 = runs.quartiles
         lo, hi = runs.notch
@@ -601,7 +598,7 @@ def cmd_simulate(args) -> int:
     if task.noise is not None:
         clean = simulate(sched, platform, task.config(noise=False))
     outputs = _write_pictures(args, sim, sched)
-    if args.json:
+    if args.json is not None:
         out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(),
                "preset": getattr(args, "preset", None), "outputs": outputs,
                **({"profile": args.profile, "executor_call_s": profile_of(args).call_overhead()}
@@ -610,8 +607,8 @@ def cmd_simulate(args) -> int:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
         if sim.streamed:
             out["streamed"] = {"peak_ops": sim.peak_ops, "peak_messages": sim.peak_messages}
-        print(json.dumps(out, indent=1))
-        return 0
+        if write_json(args, out):
+            return 0
     print(f"{sched.label()} on {platform.describe()}")
     print(f"{model_line(args, task.model, task.options)}, sync={task.options.sync}" +
           (f", profile {args.profile}" if args.profile else "") +

@@ -364,7 +364,7 @@ def add_tune_parser(sub) -> None:
     add_recheck_arguments(p)
     p.add_argument("--explain", nargs=2, metavar=("P", "SIZE"),
                    help="print why the winner wins at one grid point instead of the table")
-    p.add_argument("--json", metavar="FILE", help="write the decision table as JSON (- for stdout)")
+    outputs.add_json_argument(p, "the decision table")
     p.add_argument("--csv", metavar="FILE", help="write one CSV line per grid point (- for stdout)")
     p.add_argument("--plot", metavar="FILE", help="plot time against size per algorithm (.png, .svg, .pdf)")
     p.add_argument("--openmpi-rules", metavar="FILE", help="write Open MPI's coll_tuned dynamic rules (5.0.x)")
