@@ -330,7 +330,7 @@ def _platform(args) -> tuple:
     return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
 
-def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=None) -> None:
+def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=None, profile=None) -> None:
     from .schedules.sizes import CONVENTION
     from .sim import AlphaBetaGamma, StaticContention
     from .tune.recheck import model_line, platform_text, row_key
@@ -338,9 +338,10 @@ def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=N
     if options is not None:   # an event model: its protocol and preset (topocoll.sim.presets)
         from .sim.presets import describe_preset
         print(f"{collective} on P={p}, {model.name} model, {describe_preset(preset, options)}: "
-              f"{platform_text(platform, model, p)}")
+              f"{platform_text(platform, model, p)}" + (f"; profile {profile}" if profile else ""))
     else:
-        print(f"{collective} on P={p}, {model.name} model: {platform_text(platform, model, p)}")
+        print(f"{collective} on P={p}, {model.name} model: {platform_text(platform, model, p)}"
+              + (f"; profile {profile}" if profile else ""))
     print(model_line(model))
     static = isinstance(model, StaticContention)
     links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
@@ -489,10 +490,12 @@ def cmd_compare(args) -> int:
     if args.synthesize:
         rows = _with_synthesized(args, rows, model, platform)
     if "-" not in (args.json, args.csv):
-        _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None))
+        _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None),
+                       args.profile)
     if args.json is not None:
         write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform,
                                                        preset=getattr(args, "preset", None), verdicts=verdicts,
+                                                       profile=args.profile,
                                                        network=platform_text(platform, model, args.procs)))
     if args.csv is not None:
         write_output("--csv", args.csv, ranking_csv(rows))

@@ -31,6 +31,7 @@ import csv
 import json
 import math
 import numbers
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -780,5 +781,5 @@ def run_from_args(args) -> int:
         say(f"raw samples: {write_csv(results, args.csv)}")
     if args.json is not None:
         say(f"raw samples and summary: {write_json(results, args.json)}")
-    print(f"seed {args.seed}")
+    print(f"seed {args.seed}", file=sys.stdout if args.json != "-" else sys.stderr)   # stdout keeps the JSON alone
     return 0

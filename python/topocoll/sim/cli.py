@@ -23,7 +23,8 @@ from .sweep import SimTask, build, platform_for, run_sweep
 
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
-           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes"]
+           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes", "profile_engine_options",
+           "shared_nic"]
 
 #: the models that have NIC ports (``--ports``: LogGOPS's k ports; the packet
 #: model's injection FIFOs per endpoint)
@@ -173,7 +174,7 @@ def engine_options(args) -> EngineOptions:
     profile = profile_of(args)
     keep = tuple(given)
     if profile is not None:
-        options = profile.engine_options(shared_nic=_shared_nic(args), **common, **explicit)
+        options = profile.engine_options(shared_nic=shared_nic(args), **common, **explicit)
         if profile.eager is not None:   # the threshold measured on the machine wins over the preset's
             keep += ("eager",)
     else:
@@ -182,7 +183,20 @@ def engine_options(args) -> EngineOptions:
     return apply_preset(options, getattr(args, "preset", None), keep=keep)
 
 
-def _shared_nic(args) -> bool:
+def profile_engine_options(args) -> EngineOptions | None:
+    """The event models' options from ``--profile`` for a verb without the engine flags (``tune``):
+    the profile's LogGOPS costs (:meth:`MachineProfile.engine_options`, the NIC shared on a ``+ppn``
+    network) with ``--preset`` applied over them, the profile's measured eager threshold kept; None
+    without ``--profile``."""
+    from .presets import apply_preset
+    profile = profile_of(args)
+    if profile is None:
+        return None
+    options = profile.engine_options(shared_nic=shared_nic(args))
+    return apply_preset(options, getattr(args, "preset", None), keep=("eager",) if profile.eager is not None else ())
+
+
+def shared_nic(args) -> bool:
     """Whether ``--topology`` puts several ranks on a host (their NIC shared)."""
     topology = getattr(args, "topology", None) or ""
     if "+ppn=" not in topology:
