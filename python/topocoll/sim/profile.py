@@ -309,6 +309,7 @@ class MachineProfile:
         'crossbar:4@bw=10GB/s,lat=0us+ppn=2'
         """
         from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
+        from ..topology.network import parse_latency
         from ..topology.spec import parse_topology
         notes = []
         for name, value, hi in (("nodes", nodes, 1 << 20), ("ppn", ppn, MAX_PPN)):
@@ -325,8 +326,10 @@ class MachineProfile:
         keys = {item.partition("=")[0].strip() for item in given}
         values = {"bw": self.nic_bandwidth(), "lat": 0.0}
         added = [f"{key}={spec_value(key, value)}" for key, value in values.items() if key not in keys]
-        if keys & {"lat", "host.lat"}:
-            notes.append(f"the topology's own latency ({given_text}) adds to the profile's L, which already holds "
+        own_latency = [item for item in given if item.partition("=")[0].strip().endswith("lat")
+                       and parse_latency(item.partition("=")[2]) > 0]
+        if own_latency:
+            notes.append(f"the topology's own latency ({', '.join(own_latency)}) adds to the profile's L, which already holds "
                          "the wire latency OSU measured")
         fabric = body + ("@" + ",".join(given + added) if given or added else "")
         node = {"ppn": ppn}
