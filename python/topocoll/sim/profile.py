@@ -2,8 +2,11 @@
 and what the simulator's models need from them.
 
 ``topocoll calibrate`` (:mod:`topocoll.mpi.calibrate`) measures the profile
-with MPI; ``topocoll simulate --profile FILE`` and the library load it. One
-profile feeds two models, which read "α" differently:
+with MPI, or reads it from a cluster's OSU results (``--from-osu``);
+``topocoll simulate``, ``compare`` and ``tune --profile FILE`` and the
+library load it, and ``topocoll calibrate --spec FILE``
+(:meth:`MachineProfile.network_spec`) prints the ``SPEC+ppn=K`` network to
+run it on. One profile feeds two models, which read "α" differently:
 
 - the α-β-γ model (Chan et al., "Collective communication: theory, practice,
   and experience", CCPE 2007) charges a message ``α + m·β``: α is the whole
@@ -33,7 +36,8 @@ to messages between hosts only. On a network with several ranks per host
 ranks of one host never reaches the NIC: it pays the CPU overheads
 ``o_send``/``o_recv`` and the node's shared-memory path, whose latency and
 copy bandwidth come from the ``intra`` level when the spec does not give
-them (:meth:`MachineProfile.node_options`), and the NIC's gap ``g`` is then
+them (:meth:`MachineProfile.node_options`; :meth:`MachineProfile.network_spec`
+writes them into the spec with the links' bandwidth), and the NIC's gap ``g`` is then
 the whole NIC's, ``1 / message_rate`` (:meth:`MachineProfile.loggops` with
 ``shared_nic=True``).
 
