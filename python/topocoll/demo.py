@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SpecError
+from .outputs import write_text
 from .text import human_bytes
 from .text import table as text_table
 
@@ -495,5 +496,5 @@ def _write_html(out: Path, tables, pictures, timeline, plat, p, p_ar, seed, matr
         "</body></html>",
     ]
     index = out / "index.html"
-    index.write_text("\n".join(parts) + "\n")
+    write_text(index, "\n".join(parts) + "\n", option="--out")     # whole: an interrupted run leaves the old page
     return index
