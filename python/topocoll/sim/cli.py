@@ -218,8 +218,8 @@ def apply_profile_to_nodes(args) -> None:
     fabric, _, rest = topology.rpartition("+ppn=")
     node_part, at, fabric_opts = rest.partition("@")
     given = {item.partition("=")[0].strip() for item in node_part.split(",")[1:]}
-    text = {"lat": lambda v: f"{v * 1e6:.6g}us", "bw": lambda v: f"{v / 1e9:.6g}GB/s"}
-    added = "".join(f",{key}={text[key](value)}" for key, value in options.items() if key not in given)
+    from .profile import spec_value
+    added = "".join(f",{key}={spec_value(key, value)}" for key, value in options.items() if key not in given)
     if added:
         args.topology = f"{fabric}+ppn={node_part}{added}{at}{fabric_opts}"
 

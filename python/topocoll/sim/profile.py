@@ -57,10 +57,14 @@ from pathlib import Path
 from ..errors import ParseError, SpecError
 from ..inputs import read_json
 from ..outputs import write_text
+from ..topology.network import parse_latency
+from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
+from ..topology.spec import parse_topology
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
-__all__ = ["MachineProfile", "LevelCosts", "NetworkSpec", "spec_value", "load_profile", "save_profile", "PROFILE_FORMAT", "PROFILE_FORMATS",
+__all__ = ["MachineProfile", "LevelCosts", "NetworkSpec", "spec_value", "load_profile", "save_profile",
+           "PROFILE_FORMAT", "PROFILE_FORMATS",
            "LAYERS", "LEVELS"]
 
 #: written into every profile
@@ -312,9 +316,6 @@ class MachineProfile:
         >>> MachineProfile(alpha=1e-6, beta=1e-10, reduce_bandwidth=4e9).network_spec(nodes=4, ppn=2).spec
         'crossbar:4@bw=10GB/s,lat=0us+ppn=2'
         """
-        from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
-        from ..topology.network import parse_latency
-        from ..topology.spec import parse_topology
         notes = []
         for name, value, hi in (("nodes", nodes, 1 << 20), ("ppn", ppn, MAX_PPN)):
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
