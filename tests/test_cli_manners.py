@@ -236,6 +236,15 @@ def test_outputs_to_one_path_or_a_bad_place_are_refused_before_work(argv, fragme
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("verb", [["tune", "allreduce", "-P", "4"], ["compare", "allreduce", "-P", "4"],
+                                  ["simulate", "allreduce", "ring", "-P", "4", "--size", "8"]])
+def test_json_onto_the_profile_it_reads_is_refused(verb, profile, tmp_path):
+    copy = tmp_path / "p.json"
+    copy.write_bytes(Path(profile).read_bytes())
+    refused([*verb, "--profile", copy, f"--json={copy}"], "is also an input (--profile)")
+    assert copy.read_bytes() == Path(profile).read_bytes()
+
+
 def test_calibrate_from_osu_does_not_overwrite_its_input(tmp_path):
     src = tmp_path / "lat.txt"
     src.write_bytes((OSU / "synthetic-inter-latency-v5.6.txt").read_bytes())
