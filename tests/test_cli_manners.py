@@ -113,9 +113,9 @@ def test_a_bare_json_before_a_positional_says_it_took_it_as_file():
     err = refused(["topo", "--json", "kary:4,2"], "--json took 'kary:4,2' as its FILE")
     assert "after the positional arguments" in err
     refused(["compare", "--json", "allreduce", "-P", "4"], "--json took 'allreduce' as its FILE")
-    # a word after --json that is not taken from a positional: no hint
-    code, _, err = run("topo", "kary:4,2", "--draw")
-    assert code == 2 and "--json took" not in err
+    # a FILE meant as one, and another error: no hint
+    code, _, err = run("topo", "kary:4,2", "--json", "out.json", "--bogus")
+    assert code == 2 and "--bogus" in err and "--json took" not in err
 
 
 # ---- 2. tune --profile, and the profile named ------------------------------------------------

@@ -127,7 +127,8 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message):
-        raise SpecError(message.replace("\n", " ") + _json_swallowed(getattr(self, "_argv", ())))
+        hint = _json_swallowed(getattr(self, "_argv", ())) if "arguments are required" in message else ""
+        raise SpecError(message.replace("\n", " ") + hint)
 
     def exit(self, status=0, message=None):
         if message:

@@ -989,7 +989,8 @@ def add_calibrate_parser(sub) -> None:
                     "profile for `topocoll simulate --profile FILE`. Without mpiexec it relaunches itself "
                     "under `mpiexec -n 2`. With --from-osu it measures nothing: it reads a cluster's OSU "
                     "Micro-Benchmarks results and writes a profile with intra- and inter-node levels "
-                    "(docs/calibration.md).")
+                    "(docs/calibration.md). With --spec PROFILE it prints the SPEC+ppn=K network to give "
+                    "--topology beside --profile PROFILE in simulate, compare and tune.")
     _add_arguments(p)
     p.set_defaults(func=cmd_calibrate)
 
