@@ -301,9 +301,10 @@ class MachineProfile:
           bandwidth (:meth:`nic_bandwidth`: every link as fast as the NIC, a non-blocking fabric)
           and ``lat=0us``: the profile's ``L`` already holds the whole wire latency OSU measured, and
           a link latency would count it twice. ``@`` options the spec gives win.
-        - node (``ppn`` > 1; with one rank per node the spec is the fabric alone): ``ppn``, ``dist`` (when not block), ``lat`` = α and ``bw`` = 1/β of the ``intra``
-          level (:meth:`node_options`; left out without one: the node's defaults then apply, and a
-          note says so), ``mem`` = ``memory_bandwidth`` (not in OSU output; default: the node's).
+        - node (``ppn`` > 1; with one rank per node the spec is the fabric alone): ``ppn``, ``dist``
+          (when not block), ``lat`` = α and ``bw`` = 1/β of the ``intra`` level (:meth:`node_options`;
+          left out without one: the node's defaults then apply, and a note says so), ``mem`` =
+          ``memory_bandwidth`` (not in OSU output; default: the node's).
 
         Raises
         ------
@@ -334,8 +335,8 @@ class MachineProfile:
         own_latency = [item for item in given if item.partition("=")[0].strip().endswith("lat")
                        and parse_latency(item.partition("=")[2]) > 0]
         if own_latency:
-            notes.append(f"the topology's own latency ({', '.join(own_latency)}) adds to the profile's L, which already holds "
-                         "the wire latency OSU measured")
+            notes.append(f"the topology's own latency ({', '.join(own_latency)}) adds to the profile's L, which "
+                         "already holds the wire latency OSU measured")
         fabric = body + ("@" + ",".join(given + added) if given or added else "")
         node = {"ppn": ppn}
         if distribution != "block":
@@ -364,7 +365,7 @@ class MachineProfile:
         (several ranks per host share its NIC), the NIC's own gap between any
         two of its messages, 1 / message rate of the network level's
         ``osu_mbw_mr`` (``g`` when it has none)."""
-        level = self.levels.get(self.meta.get("network_level", "inter")) if self.levels else None
+        level = self.network_level()
         if shared_nic and level is not None and level.message_rate > 0:
             return 1.0 / level.message_rate
         return self.g

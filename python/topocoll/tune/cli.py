@@ -266,7 +266,8 @@ def cmd_tune(args) -> int:
     try:
         table = tune(collectives, procs, parse_size_range(args.sizes), topology=args.topology,
                      routing=args.routing, orders=orders, model=model, alpha=platform["alpha"],
-                     bandwidth=platform["bandwidth"], reduce_bandwidth=platform["reduce_bandwidth"], commutative=commutative, idempotent=idempotent,
+                     bandwidth=platform["bandwidth"], reduce_bandwidth=platform["reduce_bandwidth"],
+                     commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
                      seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan, recheck=budget_from(args))
     finally:
