@@ -115,6 +115,7 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self._filled()
+        self._argv = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
     def format_usage(self):
@@ -126,12 +127,24 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message):
-        raise SpecError(message.replace("\n", " "))
+        hint = _json_swallowed(getattr(self, "_argv", ())) if "arguments are required" in message else ""
+        raise SpecError(message.replace("\n", " ") + hint)
 
     def exit(self, status=0, message=None):
         if message:
             sys.stderr.write(message)
         raise _ParserExit(status)
+
+
+def _json_swallowed(argv) -> str:
+    """`` (--json took WORD as its FILE: ...)`` when a bare ``--json`` was followed by a word (argparse's
+    ``nargs="?"`` takes it as FILE, so a positional argument after it goes missing); else ''."""
+    from .outputs import JSON_SWALLOW_HINT
+    argv = list(argv)
+    for k, word in enumerate(argv[:-1]):
+        if word == "--json" and not argv[k + 1].startswith("-"):
+            return f" (--json took {argv[k + 1]!r} as its FILE: {JSON_SWALLOW_HINT})"
+    return ""
 
 
 class _TopParser(_Parser):
@@ -318,7 +331,7 @@ def _platform(args) -> tuple:
     return model, Platform(alpha=values["alpha"], reduce_bandwidth=values["reduce_bandwidth"], network=network)
 
 
-def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=None) -> None:
+def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=None, profile=None) -> None:
     from .schedules.sizes import CONVENTION
     from .sim import AlphaBetaGamma, StaticContention
     from .tune.recheck import model_line, platform_text, row_key
@@ -326,9 +339,10 @@ def _print_ranking(collective, p, rows, model, platform, verdicts=None, preset=N
     if options is not None:   # an event model: its protocol and preset (topocoll.sim.presets)
         from .sim.presets import describe_preset
         print(f"{collective} on P={p}, {model.name} model, {describe_preset(preset, options)}: "
-              f"{platform_text(platform, model, p)}")
+              f"{platform_text(platform, model, p)}" + (f"; profile {profile}" if profile else ""))
     else:
-        print(f"{collective} on P={p}, {model.name} model: {platform_text(platform, model, p)}")
+        print(f"{collective} on P={p}, {model.name} model: {platform_text(platform, model, p)}"
+              + (f"; profile {profile}" if profile else ""))
     print(model_line(model))
     static = isinstance(model, StaticContention)
     links = platform.network is not None and not isinstance(model, AlphaBetaGamma)
@@ -477,10 +491,12 @@ def cmd_compare(args) -> int:
     if args.synthesize:
         rows = _with_synthesized(args, rows, model, platform)
     if "-" not in (args.json, args.csv):
-        _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None))
+        _print_ranking(args.collective, args.procs, rows, model, platform, verdicts, getattr(args, "preset", None),
+                       args.profile)
     if args.json is not None:
         write_output("--json", args.json, ranking_json(args.collective, args.procs, rows, model, platform,
                                                        preset=getattr(args, "preset", None), verdicts=verdicts,
+                                                       profile=args.profile,
                                                        network=platform_text(platform, model, args.procs)))
     if args.csv is not None:
         write_output("--csv", args.csv, ranking_csv(rows))
@@ -619,7 +635,8 @@ def _compare_arguments(p) -> None:
                    help="print each candidate's result on stderr as it finishes (on a terminal this and a "
                         "progress bar show anyway after "
                         f"{PROGRESS_DELAY:g} s); stdout keeps only the final tables")
-    p.add_argument("--json", metavar="FILE", help="also write the ranking as JSON (- : to stdout, instead of the table)")
+    from .outputs import add_json_argument     # the verb's imports wait until it is parsed (module doc)
+    add_json_argument(p, "the ranking")
     p.add_argument("--csv", metavar="FILE", help="also write the ranking as CSV (- : to stdout, instead of the table)")
     from .tune.recheck import add_recheck_arguments
     add_recheck_arguments(p)

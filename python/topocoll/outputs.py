@@ -11,11 +11,15 @@ each written whole or not at all.
   same directory renamed into place (``os.replace``): an error or Ctrl-C part-way leaves the old
   file (or none), never a half-written one.
 - :func:`input_files` lists the files a command line reads, from the options the verbs share.
+- :func:`add_json_argument` and :func:`write_json`: ``--json [FILE]`` the same way on every verb:
+  ``--json`` alone (or ``--json -``) prints the JSON on stdout instead of the text, ``--json FILE``
+  writes it whole into FILE and the text is still printed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -25,7 +29,7 @@ from typing import IO, Iterable, Iterator
 from .errors import SpecError
 
 __all__ = ["STDOUT", "check_output", "check_outputs", "check_output_dir", "atomic", "write_text", "write_bytes",
-           "input_files"]
+           "input_files", "add_json_argument", "json_to_stdout", "json_output", "write_json", "JSON_SWALLOW_HINT"]
 
 #: the path that means standard output where an option allows it
 STDOUT = "-"
@@ -211,3 +215,53 @@ def input_files(args) -> list[tuple[str, str]]:
     if getattr(args, "collective", None) == "goal" and getattr(args, "algorithm", None):
         out.append(("the GOAL file", args.algorithm))
     return out
+
+
+# ---- --json [FILE], one meaning on every verb ------------------------------------------------
+
+#: said in every ``--json`` help and in the error when a bare ``--json`` took the next word as its FILE
+JSON_SWALLOW_HINT = ("put --json after the positional arguments, or write --json=FILE: a word right after a bare "
+                     "--json is taken as its FILE")
+
+
+def add_json_argument(parser, what: str) -> None:
+    """``--json [FILE]`` on ``parser``: ``what`` (e.g. "the ranking") as JSON, on stdout instead of the
+    text when FILE is left out or ``-``, else into FILE (the text still printed).
+
+    ``nargs="?"`` makes argparse take the word after a bare ``--json`` as FILE
+    (``topocoll topo --json kary:4,2`` reads ``kary:4,2`` as FILE): the help says so, and
+    :class:`topocoll.cli._Parser` adds :data:`JSON_SWALLOW_HINT` to the error that follows."""
+    parser.add_argument("--json", nargs="?", const=STDOUT, default=None, metavar="FILE",
+                        help=f"{what} as JSON: --json alone (or --json -) prints it on stdout instead of the text; "
+                             f"--json FILE writes it into FILE (whole, or not at all) and prints the text too. "
+                             f"{JSON_SWALLOW_HINT[0].upper()}{JSON_SWALLOW_HINT[1:]}".replace("%", "%%"))
+
+
+def json_to_stdout(args) -> bool:
+    """Whether ``--json`` sends the JSON to stdout (the text is then left out)."""
+    return getattr(args, "json", None) == STDOUT
+
+
+def json_output(args) -> list[tuple[str, object]]:
+    """``[("--json", path)]`` for :func:`check_outputs` (give ``stdout=("--json",)``)."""
+    return [("--json", getattr(args, "json", None))]
+
+
+def json_text(obj) -> str:
+    """``obj`` as the JSON every verb writes: indented by one, one trailing newline, NumPy scalars as
+    numbers and anything else without a JSON form as its text."""
+    def default(value):
+        item = getattr(value, "item", None)      # NumPy scalars
+        return item() if callable(item) else str(value)
+    return json.dumps(obj, indent=1, default=default) + "\n"
+
+
+def write_json(args, obj, *, option: str = "--json") -> bool:
+    """``obj`` where ``--json`` says: stdout (``--json``/``--json -``) or FILE, written whole
+    (:func:`write_text`); nothing without ``--json``. Returns whether it went to stdout (the caller
+    then prints no text)."""
+    path = getattr(args, "json", None)
+    if path is None:
+        return False
+    write_text(path, json_text(obj), option=option)
+    return os.fspath(path) == STDOUT

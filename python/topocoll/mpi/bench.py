@@ -64,7 +64,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SpecError
-from ..outputs import atomic
+from ..outputs import atomic, write_text
 
 __all__ = ["BenchError", "BenchResult", "Clock", "ResultMismatch", "Row", "agreed", "bench", "bench_composite",
            "clock_offset", "library_name", "make_plan", "osu_summary", "output_mismatch", "quartiles",
@@ -324,9 +324,8 @@ class BenchResult:
 
 
 def write_json(result: BenchResult, path) -> None:
-    with atomic(path, option="--json") as f:
-        json.dump(result.to_dict(), f, indent=1, default=_json_default)
-        f.write("\n")
+    """``bench --json [FILE]``: the result whole into ``path``, or on stdout for ``-``."""
+    write_text(path, json.dumps(result.to_dict(), indent=1, default=_json_default) + "\n", option="--json")
 
 
 def _json_default(value):

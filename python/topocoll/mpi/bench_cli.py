@@ -114,7 +114,7 @@ def _options(args) -> dict:
         if given:
             raise SpecError(f"{given[0]} given for {args.collective}, expected it only with composite")
         out["sizes"] = parse_sizes(args.sizes or "8,1K,64K,1M")
-    check_outputs([(f"--{option}", getattr(args, option)) for option in ("csv", "json", "plot")])
+    check_outputs([(f"--{option}", getattr(args, option)) for option in ("csv", "json", "plot")], stdout=("--json",))
     for option in ("csv", "json", "plot"):
         out[f"{option}_path"] = getattr(args, option)
     if args.perturb is not None:
@@ -436,7 +436,9 @@ def _run(opts, comm) -> int:
     else:
         result = bench(opts["collective"], opts["sizes"], **common)
     if rank == 0:
-        if opts.get("osu"):
+        if opts.get("json_path") == "-":
+            pass                        # --json alone: the JSON on stdout, instead of the text
+        elif opts.get("osu"):
             print(osu_text(result), end="")
         else:
             _print_result(result)
@@ -480,7 +482,8 @@ def add_bench_parser(subparsers) -> None:
                    help="print as the OSU Micro-Benchmarks do (# Size  Avg Latency(us) ...), one block per "
                         "algorithm, so OSU plotting scripts read it")
     p.add_argument("--csv", metavar="FILE", help="write every row as CSV")
-    p.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    from ..outputs import add_json_argument
+    add_json_argument(p, "the result")
     p.add_argument("--np", metavar="N", help=f"without mpiexec: start N ranks (1..{MAX_NP}) on this machine under "
                                             "the venv's mpiexec; Ctrl-C ends them all")
     p.add_argument("--perturb", metavar="RATIO",

@@ -91,7 +91,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError, TopocollError
-from ..outputs import check_outputs, input_files
+from ..outputs import check_outputs, input_files, json_output, write_json
 from ..sim.profile import LevelCosts, MachineProfile, load_profile, save_profile
 from .bench_cli import run_launcher
 from .osu import LEVELS, POINT_TO_POINT, OsuSpec, OsuTable, parse_spec, read_osu
@@ -784,7 +784,7 @@ def _mpiexec() -> str:
 
 
 def _child_argv(args) -> list[str]:
-    argv = ["-o", str(args.output), "--seed", str(args.seed)]
+    argv = ["-o", str(args.output), "--seed", str(args.seed)] + ([f"--json={args.json}"] if args.json else [])
     if args.quick:
         argv.append("--quick")
     if args.reps:
@@ -802,7 +802,15 @@ def _relaunch(args) -> int:
 
 def cmd_calibrate(args) -> int:
     """The verb: relaunch under mpiexec, or measure, print and write (or,
-    with ``--from-osu``, read OSU results: :func:`cmd_from_osu`)."""
+    with ``--from-osu``, read OSU results: :func:`cmd_from_osu`; with
+    ``--spec``, print the network that goes with a profile: :func:`cmd_spec`)."""
+    if getattr(args, "spec_profile", None) is not None:
+        return cmd_spec(args)
+    spec_only = [flag for flag, dest in _SPEC_ONLY if getattr(args, dest, None) is not None]
+    if spec_only:
+        raise SpecError(f"{spec_only[0]} without --spec, expected it only with --spec PROFILE")
+    if getattr(args, "output", None) is None:
+        raise SpecError("calibrate needs -o FILE (where to write the profile), or --spec PROFILE")
     if getattr(args, "from_osu", None):
         return cmd_from_osu(args)
     if getattr(args, "local", None):
@@ -820,8 +828,52 @@ def cmd_calibrate(args) -> int:
     profile = calibrate(MPI.COMM_WORLD, quick=args.quick, reps=args.reps, seed=args.seed, command=args.command)
     if MPI.COMM_WORLD.Get_rank() == 0:
         save_profile(profile, args.output)
-        print(_summary(profile))
-        print(f"wrote {args.output}", flush=True)
+        if not write_json(args, profile.as_dict()):
+            print(_summary(profile))
+        print(f"wrote {args.output}", flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
+    return 0
+
+
+#: the options of ``calibrate --spec`` alone: flag, argparse dest
+_SPEC_ONLY = (("--nodes", "spec_nodes"), ("--ppn", "spec_ppn"), ("--topology", "topology"), ("--mem", "spec_mem"),
+              ("--dist", "spec_dist"))
+
+
+def cmd_spec(args) -> int:
+    """``calibrate --spec PROFILE``: the ``SPEC+ppn=K`` network for ``--topology`` beside
+    ``--profile PROFILE`` (:meth:`MachineProfile.network_spec`), printed (``--json``: with its values)."""
+    given = [flag for flag, on in (("-o", args.output), ("--from-osu", args.from_osu), ("--local", args.local),
+                                   ("--quick", args.quick), ("--reps", args.reps),
+                                   ("--seed", args.seed is not None)) if on]
+    if given:
+        raise SpecError(f"{given[0]} with --spec, expected --spec PROFILE [--nodes N] [--ppn K] [--topology SPEC] "
+                        "[--mem BW] [--dist block|cyclic] [--json [FILE]] (it measures and writes no profile)")
+    if args.spec_nodes is not None and args.topology is not None:
+        raise SpecError(f"--nodes {args.spec_nodes} with --topology {args.topology}, expected one of them (the "
+                        "topology's endpoints are the nodes)")
+    check_outputs(json_output(args), input_files(args) + [("--spec", args.spec_profile)], stdout=("--json",))
+    from ..topology.network import parse_bandwidth
+    profile = load_profile(args.spec_profile)
+    nodes, ppn, why = args.spec_nodes, args.spec_ppn, ""
+    stored = {(c.get("p"), c.get("ppn")) for c in profile.meta.get("collectives", [])}
+    if len(stored) == 1 and None not in next(iter(stored)) and nodes is None and ppn is None and \
+            args.topology is None:
+        p, ppn = next(iter(stored))
+        nodes, why = -(-p // ppn), f" (the profile's stored collectives: {p} ranks, {ppn} per node)"
+    try:
+        memory = None if args.spec_mem is None else parse_bandwidth(args.spec_mem)
+    except SpecError as exc:
+        raise SpecError(f"--mem {args.spec_mem!r}: {exc}") from None
+    result = profile.network_spec(topology=args.topology, nodes=nodes or 2, ppn=ppn or 1,
+                                  memory_bandwidth=memory, distribution=args.spec_dist or "block")
+    if write_json(args, {"profile": args.spec_profile, **result.as_dict()}):
+        return 0
+    print(result.spec)
+    print(f"# for --topology beside --profile {args.spec_profile}{why}: links at the NIC's "
+          f"{result.nic_bandwidth / 1e9:.3g} GB/s and no latency of their own (the profile's L holds it)",
+          file=sys.stderr)
+    for note in result.notes:
+        print(f"# note: {note}", file=sys.stderr)
     return 0
 
 
@@ -843,8 +895,9 @@ def cmd_from_osu(args) -> int:
     if len(result.warnings) > MAX_WARNINGS_SHOWN:
         print(f"topocoll: warning: … and {len(result.warnings) - MAX_WARNINGS_SHOWN} more", file=sys.stderr)
     save_profile(result.profile, args.output)
-    print("\n".join(result.summary))
-    print(f"wrote {args.output}", flush=True)
+    if not write_json(args, result.profile.as_dict()):
+        print("\n".join(result.summary))
+    print(f"wrote {args.output}", flush=True, file=sys.stderr if args.json == "-" else sys.stdout)
     return 0
 
 
@@ -855,7 +908,7 @@ def _check_writable(args) -> None:
     for text in getattr(args, "from_osu", None) or ():
         spec = parse_spec(text)
         inputs.append((f"--from-osu {text}", spec.path))
-    check_outputs([("-o", args.output)], inputs)
+    check_outputs([("-o", args.output), *json_output(args)], inputs, stdout=("--json",))
 
 
 def _summary(p: MachineProfile) -> str:
@@ -890,7 +943,11 @@ def _load_warning(meta: dict) -> list[str]:
 def _add_arguments(p) -> None:
     from ..argtypes import positive_int, seed
 
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the profile (JSON)")
+    from ..argtypes import bounded_int
+    from ..outputs import add_json_argument
+    from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
+
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write the profile (JSON); required unless --spec")
     p.add_argument("--quick", action="store_true",
                    help="few sizes and repetitions (about a second; for tests, not for predictions)")
     p.add_argument("--reps", type=positive_int, default=None,
@@ -903,6 +960,24 @@ def _add_arguments(p) -> None:
     p.add_argument("--local", metavar="PROFILE",
                    help="with --from-osu: a profile from `topocoll calibrate` on a compute node, whose γ, copy "
                         "and over throughputs are kept (OSU output has none)")
+    g = p.add_argument_group("the network of a profile (--spec PROFILE: measures nothing, writes no profile)")
+    g.add_argument("--spec", dest="spec_profile", metavar="PROFILE",
+                   help="print the SPEC+ppn=K network to give --topology beside --profile PROFILE: links at the "
+                        "NIC's bandwidth with no latency of their own, the node's lat and bw from the intra-node "
+                        "level (docs/calibration.md)")
+    g.add_argument("--nodes", dest="spec_nodes", type=bounded_int(1, 1 << 20, what="nodes"), default=None,
+                   metavar="N", help="nodes of the default fabric crossbar:N (default: the profile's stored "
+                                     "collectives' ranks / ppn, else 2)")
+    g.add_argument("--ppn", dest="spec_ppn", type=bounded_int(1, MAX_PPN, what="ranks per node"), default=None,
+                   metavar="K", help="ranks per node (default: the profile's stored collectives', else 1)")
+    g.add_argument("--topology", metavar="SPEC",
+                   help="the fabric instead of crossbar:N (kary:12,2, torus:8x8x8, ...; its own @ options win)")
+    g.add_argument("--mem", dest="spec_mem", default=None, metavar="BW",
+                   help="the node's memory bandwidth, mem= (e.g. 80GB/s: STREAM; not in OSU output; default the "
+                        "node's)")
+    g.add_argument("--dist", dest="spec_dist", choices=DISTRIBUTIONS, default=None,
+                   help="rank placement, dist= (default block)")
+    add_json_argument(p, "the result (the profile written to -o; with --spec the network and its values)")
 
 
 def add_calibrate_parser(sub) -> None:
@@ -914,7 +989,8 @@ def add_calibrate_parser(sub) -> None:
                     "profile for `topocoll simulate --profile FILE`. Without mpiexec it relaunches itself "
                     "under `mpiexec -n 2`. With --from-osu it measures nothing: it reads a cluster's OSU "
                     "Micro-Benchmarks results and writes a profile with intra- and inter-node levels "
-                    "(docs/calibration.md).")
+                    "(docs/calibration.md). With --spec PROFILE it prints the SPEC+ppn=K network to give "
+                    "--topology beside --profile PROFILE in simulate, compare and tune.")
     _add_arguments(p)
     p.set_defaults(func=cmd_calibrate)
 

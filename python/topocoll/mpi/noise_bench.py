@@ -31,6 +31,7 @@ import csv
 import json
 import math
 import numbers
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -675,7 +676,7 @@ def _check_args(args, p: int, rank: int) -> None:
         raise SpecError(f"--perturb {args.perturb} on P={p}: the network-noise benchmark needs at least 2 ranks "
                         "(one application, one perturbation rank), expected mpiexec -n 2 or more")
     if rank == 0:                                   # only rank 0 writes
-        check_outputs([("--plot", args.plot), ("--csv", args.csv), ("--json", args.json)])
+        check_outputs([("--plot", args.plot), ("--csv", args.csv), ("--json", args.json)], stdout=("--json",))
 
 
 def _us(seconds) -> str:
@@ -751,9 +752,11 @@ def run_from_args(args) -> int:
     params = dict(args.params or {})
     title = (f"network noise: {args.collective} on P={p}, perturbation ratio {args.perturb:g}, "
              f"{_bytes(args.perturb_size)} messages, {repetitions} repetitions, seed {args.seed}")
+    # --json alone (or -): the JSON on stdout instead of the text (topocoll.outputs.add_json_argument)
+    say = print if args.json != "-" else (lambda *a, **k: None)
     if rank == 0:
         library = MPI.Get_library_version().strip().splitlines()[0]
-        print(f"{title} (network-noise paper §2, Netgauge's scheme), {iterations} iterations per phase; "
+        say(f"{title} (network-noise paper §2, Netgauge's scheme), {iterations} iterations per phase; "
               f"MPI: {library}", flush=True)
     results = []
     for size in ([0] if args.collective == "barrier" else args.sizes):   # a barrier has no size
@@ -767,16 +770,16 @@ def run_from_args(args) -> int:
         return 0
     from ..text import table as _table
 
-    print("slowdown = perturbed / clean time per repetition (median, quartiles, notch = median ± 1.57·IQR/√n)")
-    print(_table(_table_rows(results)))
+    say("slowdown = perturbed / clean time per repetition (median, quartiles, notch = median ± 1.57·IQR/√n)")
+    say(_table(_table_rows(results)))
     if any(s.perturbers == 1 for r in results for s in r.samples):
-        print(f"note: at P={p} one rank perturbs and has no peer to exchange with: nothing perturbs the network")
+        say(f"note: at P={p} one rank perturbs and has no peer to exchange with: nothing perturbs the network")
     if args.plot is not None:
-        print(f"box plot: {args.plot}" if _plot(results, args.plot, title)
+        say(f"box plot: {args.plot}" if _plot(results, args.plot, title)
               else "box plot: not written, no repetition ran")
     if args.csv is not None:
-        print(f"raw samples: {write_csv(results, args.csv)}")
+        say(f"raw samples: {write_csv(results, args.csv)}")
     if args.json is not None:
-        print(f"raw samples and summary: {write_json(results, args.json)}")
-    print(f"seed {args.seed}")
+        say(f"raw samples and summary: {write_json(results, args.json)}")
+    print(f"seed {args.seed}", file=sys.stdout if args.json != "-" else sys.stderr)   # stdout keeps the JSON alone
     return 0

@@ -6,12 +6,12 @@ the result. Everything here is a library call first (:mod:`.engine`,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
-from ..outputs import check_output, check_outputs, input_files, write_text
+from ..outputs import (add_json_argument, check_output, check_outputs, input_files, json_output, write_json,
+                       write_text)
 from ..schedules.registry import lookup
 from ..schedules.sizes import from_bytes
 from ..text import table as _table
@@ -23,7 +23,8 @@ from .sweep import SimTask, build, platform_for, run_sweep
 
 
 __all__ = ["add_simulate_parser", "cmd_simulate", "parse_os_noise", "engine_options", "platform_values",
-           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes"]
+           "profile_of", "check_model_options", "model_line", "apply_profile_to_nodes", "profile_engine_options",
+           "shared_nic"]
 
 #: the models that have NIC ports (``--ports``: LogGOPS's k ports; the packet
 #: model's injection FIFOs per endpoint)
@@ -173,7 +174,7 @@ def engine_options(args) -> EngineOptions:
     profile = profile_of(args)
     keep = tuple(given)
     if profile is not None:
-        options = profile.engine_options(shared_nic=_shared_nic(args), **common, **explicit)
+        options = profile.engine_options(shared_nic=shared_nic(args), **common, **explicit)
         if profile.eager is not None:   # the threshold measured on the machine wins over the preset's
             keep += ("eager",)
     else:
@@ -182,7 +183,20 @@ def engine_options(args) -> EngineOptions:
     return apply_preset(options, getattr(args, "preset", None), keep=keep)
 
 
-def _shared_nic(args) -> bool:
+def profile_engine_options(args) -> EngineOptions | None:
+    """The event models' options from ``--profile`` for a verb without the engine flags (``tune``):
+    the profile's LogGOPS costs (:meth:`MachineProfile.engine_options`, the NIC shared on a ``+ppn``
+    network) with ``--preset`` applied over them, the profile's measured eager threshold kept; None
+    without ``--profile``."""
+    from .presets import apply_preset
+    profile = profile_of(args)
+    if profile is None:
+        return None
+    options = profile.engine_options(shared_nic=shared_nic(args))
+    return apply_preset(options, getattr(args, "preset", None), keep=("eager",) if profile.eager is not None else ())
+
+
+def shared_nic(args) -> bool:
     """Whether ``--topology`` puts several ranks on a host (their NIC shared)."""
     topology = getattr(args, "topology", None) or ""
     if "+ppn=" not in topology:
@@ -204,8 +218,8 @@ def apply_profile_to_nodes(args) -> None:
     fabric, _, rest = topology.rpartition("+ppn=")
     node_part, at, fabric_opts = rest.partition("@")
     given = {item.partition("=")[0].strip() for item in node_part.split(",")[1:]}
-    text = {"lat": lambda v: f"{v * 1e6:.6g}us", "bw": lambda v: f"{v / 1e9:.6g}GB/s"}
-    added = "".join(f",{key}={text[key](value)}" for key, value in options.items() if key not in given)
+    from .profile import spec_value
+    added = "".join(f",{key}={spec_value(key, value)}" for key, value in options.items() if key not in given)
     if added:
         args.topology = f"{fabric}+ppn={node_part}{added}{at}{fabric_opts}"
 
@@ -397,7 +411,7 @@ def add_simulate_parser(sub) -> None:
                    help="where a sweep runs: serial (default), local processes, or MPI ranks "
                         "(under mpiexec, through mpi4py.futures)")
     p.add_argument("--workers", type=positive_int, default=None, help="processes of a sweep")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_argument(p, "the result")
     p.set_defaults(func=cmd_simulate)
 
 
@@ -456,9 +470,8 @@ def _goal_run(args) -> int:
                           trace=bool(args.trace or args.matrix))
     sim = simulate(prog, platform, config)
     outputs = _write_pictures(args, sim, prog)
-    if args.json:
-        print(json.dumps({"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
-                          "outputs": outputs}, indent=1))
+    if write_json(args, {"schedule": prog.label(), "platform": platform.describe(), **sim.as_dict(),
+                         "outputs": outputs}):
         return 0
     print(f"{prog.label()} on {platform.describe()}\n{model_line(args, args.model, config.options)}, "
           f"sync={args.sync}: time {sim.time * 1e6:.3f} µs, {sim.messages} messages")
@@ -493,8 +506,7 @@ def _traffic_run(args) -> int:
                         f"expected {', '.join(allowed)}")
     rows = traffic(args.algorithm, loads, args.topology, packet_options(args), seed=args.seed, routing=args.routing,
                    tie=getattr(args, "tie", None), **params)
-    if args.json:
-        print(json.dumps([{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows], indent=1))
+    if write_json(args, [{k: getattr(r, k) for k in r.__dataclass_fields__} for r in rows]):
         return 0
     model = "packet model" if not rows[0].cycle else f"flit routers (cycle {rows[0].cycle * 1e9:.4g} ns)"
     tie = getattr(args, "tie", None)
@@ -531,7 +543,8 @@ def _check_pictures(args) -> None:
     """--trace, --matrix, --draw checked before the run: writable, distinct, none an input, the
     pictures' suffixes known (a typo must not cost the run, nor a refusal leave some written)."""
     from ..viz.figure import check_path
-    check_outputs([("--trace", args.trace), ("--matrix", args.matrix), ("--draw", args.draw)], input_files(args))
+    check_outputs([("--trace", args.trace), ("--matrix", args.matrix), ("--draw", args.draw), *json_output(args)],
+                  input_files(args), stdout=("--json",))
     for option in ("--matrix", "--draw"):
         path = getattr(args, option[2:])
         if path:
@@ -564,10 +577,9 @@ def cmd_simulate(args) -> int:
         if args.trace or args.matrix or args.draw or args.runs > 1:
             raise SpecError("--trace, --matrix, --draw and --runs take one P and one size, expected no lists")
         rows = run_sweep(tasks, executor=args.executor, workers=args.workers, progress=_progress)
-        if args.json:
-            print(json.dumps([{"schedule": r.label, "P": r.task.p, "size": r.task.size, "time_s": r.time,
-                               "slowdown": r.slowdown, "bandwidth_Bps": r.bandwidth, "hot_link": r.hot_link,
-                               "seed": r.seed} for r in rows], indent=1))
+        if write_json(args, [{"schedule": r.label, "P": r.task.p, "size": r.task.size, "time_s": r.time,
+                              "slowdown": r.slowdown, "bandwidth_Bps": r.bandwidth, "hot_link": r.hot_link,
+                              "seed": r.seed} for r in rows]):
             return 0
         head = ("schedule", "P", "size", "time", "bandwidth", "hottest link")
         table = [head] + [(r.label, str(r.task.p), str(r.task.size), f"{r.time * 1e6:.2f} µs",
@@ -582,8 +594,7 @@ def cmd_simulate(args) -> int:
     if task.noise is not None and args.runs > 1:
         runs = noise_runs(sched, platform, model=task.model, noise=task.noise, runs=args.runs,
                           options=task.options, progress=_progress)
-        if args.json:
-            print(json.dumps({"schedule": sched.label(), **runs.as_dict()}, indent=1))
+        if write_json(args, {"schedule": sched.label(), **runs.as_dict()}):
             return 0
         q1, q3 = runs.quartiles
         lo, hi = runs.notch
@@ -601,7 +612,7 @@ def cmd_simulate(args) -> int:
     if task.noise is not None:
         clean = simulate(sched, platform, task.config(noise=False))
     outputs = _write_pictures(args, sim, sched)
-    if args.json:
+    if args.json is not None:
         out = {"schedule": sched.label(), "platform": platform.describe(), **sim.as_dict(),
                "preset": getattr(args, "preset", None), "outputs": outputs,
                **({"profile": args.profile, "executor_call_s": profile_of(args).call_overhead()}
@@ -610,8 +621,8 @@ def cmd_simulate(args) -> int:
             out["clean_time_s"], out["slowdown"] = clean.time, sim.time / clean.time
         if sim.streamed:
             out["streamed"] = {"peak_ops": sim.peak_ops, "peak_messages": sim.peak_messages}
-        print(json.dumps(out, indent=1))
-        return 0
+        if write_json(args, out):
+            return 0
     print(f"{sched.label()} on {platform.describe()}")
     print(f"{model_line(args, task.model, task.options)}, sync={task.options.sync}" +
           (f", profile {args.profile}" if args.profile else "") +

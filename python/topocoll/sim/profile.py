@@ -2,8 +2,11 @@
 and what the simulator's models need from them.
 
 ``topocoll calibrate`` (:mod:`topocoll.mpi.calibrate`) measures the profile
-with MPI; ``topocoll simulate --profile FILE`` and the library load it. One
-profile feeds two models, which read "α" differently:
+with MPI, or reads it from a cluster's OSU results (``--from-osu``);
+``topocoll simulate``, ``compare`` and ``tune --profile FILE`` and the
+library load it, and ``topocoll calibrate --spec FILE``
+(:meth:`MachineProfile.network_spec`) prints the ``SPEC+ppn=K`` network to
+run it on. One profile feeds two models, which read "α" differently:
 
 - the α-β-γ model (Chan et al., "Collective communication: theory, practice,
   and experience", CCPE 2007) charges a message ``α + m·β``: α is the whole
@@ -33,7 +36,8 @@ to messages between hosts only. On a network with several ranks per host
 ranks of one host never reaches the NIC: it pays the CPU overheads
 ``o_send``/``o_recv`` and the node's shared-memory path, whose latency and
 copy bandwidth come from the ``intra`` level when the spec does not give
-them (:meth:`MachineProfile.node_options`), and the NIC's gap ``g`` is then
+them (:meth:`MachineProfile.node_options`; :meth:`MachineProfile.network_spec`
+writes them into the spec with the links' bandwidth), and the NIC's gap ``g`` is then
 the whole NIC's, ``1 / message_rate`` (:meth:`MachineProfile.loggops` with
 ``shared_nic=True``).
 
@@ -53,10 +57,14 @@ from pathlib import Path
 from ..errors import ParseError, SpecError
 from ..inputs import read_json
 from ..outputs import write_text
+from ..topology.network import parse_latency
+from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
+from ..topology.spec import parse_topology
 from .engine import EVENT_MODELS, EngineOptions
 from .model import Platform
 
-__all__ = ["MachineProfile", "LevelCosts", "load_profile", "save_profile", "PROFILE_FORMAT", "PROFILE_FORMATS",
+__all__ = ["MachineProfile", "LevelCosts", "NetworkSpec", "spec_value", "load_profile", "save_profile",
+           "PROFILE_FORMAT", "PROFILE_FORMATS",
            "LAYERS", "LEVELS"]
 
 #: written into every profile
@@ -265,13 +273,99 @@ class MachineProfile:
             return {}
         return {"lat": intra.alpha, "bw": 1.0 / intra.beta}
 
+    def network_level(self) -> LevelCosts | None:
+        """The level the network parameters come from (``meta.network_level``, default ``inter``),
+        None for a profile without levels."""
+        return self.levels.get(self.meta.get("network_level", "inter")) if self.levels else None
+
+    def nic_bandwidth(self) -> float:
+        """The NIC's bandwidth one way, B/s: the largest of what OSU measured through it — one
+        stream (``osu_bw``), half of both directions at once (``osu_bibw``), many pairs together
+        (``osu_mbw_mr``) — else 1/β of the ping-pong fit (the top-level values for a profile
+        without levels)."""
+        level = self.network_level()
+        if level is None:
+            return max(self.stream_bandwidth, 1.0 / self.beta)
+        best = max(level.stream_bandwidth, level.bidirectional_bandwidth / 2, level.message_rate_bandwidth)
+        return best if best > 0 else 1.0 / (level.beta or self.beta)
+
+    def network_spec(self, *, topology: str | None = None, nodes: int = 2, ppn: int = 1,
+                     memory_bandwidth: float | None = None, distribution: str = "block") -> "NetworkSpec":
+        """The ``SPEC+ppn=K`` network (:mod:`topocoll.topology.nodes`) that goes with this profile,
+        for ``--topology`` beside ``--profile`` (``topocoll calibrate --spec``).
+
+        The profile carries the per-message costs (LogGOPS ``o``, ``g``, ``G``, ``L``:
+        :meth:`loggops`); the spec carries what the profile cannot: the links' bandwidth and the node.
+
+        - fabric: ``topology`` (default ``crossbar:NODES``, one switch) with ``bw=`` the NIC's
+          bandwidth (:meth:`nic_bandwidth`: every link as fast as the NIC, a non-blocking fabric)
+          and ``lat=0us``: the profile's ``L`` already holds the whole wire latency OSU measured, and
+          a link latency would count it twice. ``@`` options the spec gives win.
+        - node (``ppn`` > 1; with one rank per node the spec is the fabric alone): ``ppn``, ``dist``
+          (when not block), ``lat`` = α and ``bw`` = 1/β of the ``intra`` level (:meth:`node_options`;
+          left out without one: the node's defaults then apply, and a note says so), ``mem`` =
+          ``memory_bandwidth`` (not in OSU output; default: the node's).
+
+        Raises
+        ------
+        SpecError
+            A ``topology`` with its own ``+ppn=``, ``nodes`` or ``ppn`` out of range, or a spec that
+            does not parse (the result is parsed before it is returned).
+
+        Examples
+        --------
+        >>> MachineProfile(alpha=1e-6, beta=1e-10, reduce_bandwidth=4e9).network_spec(nodes=4, ppn=2).spec
+        'crossbar:4@bw=10GB/s,lat=0us+ppn=2'
+        """
+        notes = []
+        for name, value, hi in (("nodes", nodes, 1 << 20), ("ppn", ppn, MAX_PPN)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+                raise SpecError(f"network_spec: {name}={value!r}, expected a whole number in 1..{hi}")
+        if distribution not in DISTRIBUTIONS:
+            raise SpecError(f"network_spec: distribution={distribution!r}, expected one of {', '.join(DISTRIBUTIONS)}")
+        fabric = topology if topology is not None else f"crossbar:{nodes}"
+        if "+ppn=" in fabric:
+            raise SpecError(f"network_spec: topology {fabric!r} has +ppn= already, expected the fabric alone "
+                            "(the node part is made here from the profile)")
+        body, at, given_text = fabric.partition("@")
+        given = [item for item in given_text.split(",") if item.strip()] if at else []
+        keys = {item.partition("=")[0].strip() for item in given}
+        values = {"bw": self.nic_bandwidth(), "lat": 0.0}
+        added = [f"{key}={spec_value(key, value)}" for key, value in values.items() if key not in keys]
+        own_latency = [item for item in given if item.partition("=")[0].strip().endswith("lat")
+                       and parse_latency(item.partition("=")[2]) > 0]
+        if own_latency:
+            notes.append(f"the topology's own latency ({', '.join(own_latency)}) adds to the profile's L, which "
+                         "already holds the wire latency OSU measured")
+        fabric = body + ("@" + ",".join(given + added) if given or added else "")
+        node = {"ppn": ppn}
+        if distribution != "block":
+            node["dist"] = distribution
+        intra = self.node_options()
+        if ppn > 1 and not intra:
+            notes.append("the profile has no intra-node level (osu_latency with both ranks on one node): the node's "
+                         "lat and bw are topocoll's defaults, not measurements")
+        node.update(intra if ppn > 1 else {})
+        if memory_bandwidth is not None:
+            if ppn == 1:
+                raise SpecError(f"network_spec: memory_bandwidth={memory_bandwidth:g} B/s with ppn=1, expected it "
+                                "only with several ranks per node (one rank per node has no node model)")
+            node["mem"] = memory_bandwidth
+        elif ppn > 1:
+            notes.append("the node's memory bandwidth (mem=) is not in OSU output: give it with --mem (STREAM), "
+                         "else topocoll's default applies")
+        text = f"{fabric}+" + ",".join(f"{key}={spec_value(key, value)}" for key, value in node.items()) \
+            if ppn > 1 else fabric
+        parse_topology(text)        # what is printed parses (a bad --topology is refused here, in one line)
+        return NetworkSpec(spec=text, nic_bandwidth=values["bw"], node={k: v for k, v in node.items()}, notes=notes)
+
     def nic_gap(self, shared_nic: bool) -> float:
         """LogGP ``g`` as the engine uses it: one endpoint's NIC lane gap
         (``g``: pairs / message rate, one pair's) or, with ``shared_nic``
         (several ranks per host share its NIC), the NIC's own gap between any
         two of its messages, 1 / message rate of the network level's
         ``osu_mbw_mr`` (``g`` when it has none)."""
-        level = self.levels.get(self.meta.get("network_level", "inter")) if self.levels else None
+        level = self.network_level()
         if shared_nic and level is not None and level.message_rate > 0:
             return 1.0 / level.message_rate
         return self.g
@@ -359,6 +453,30 @@ class MachineProfile:
             if name in self.levels:
                 text += f"; {name}: {self.levels[name].describe()}"
         return text
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """:meth:`MachineProfile.network_spec`'s answer: the spec, the NIC bandwidth it gave the
+    links (B/s), the node part's values (SI) and what the profile could not say."""
+
+    spec: str
+    nic_bandwidth: float
+    node: dict
+    notes: list
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def spec_value(key: str, value) -> str:
+    """A value of a topology spec's option as the spec parser reads it: ``lat`` in µs, ``bw`` and
+    ``mem`` in GB/s (10^9 B/s), six significant digits (``parse_latency``, ``parse_bandwidth``)."""
+    if key == "lat":
+        return f"{value * 1e6:.6g}us"
+    if key in ("bw", "mem"):
+        return f"{value / 1e9:.6g}GB/s"
+    return str(value)
 
 
 def _check_number(where: str, name: str, value, *, strict: bool) -> float:

@@ -10,7 +10,6 @@ effective bisection bandwidth over N random bisections (seed printed); with
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from ..argtypes import bounded_int, seed
 from ..errors import SpecError
-from ..outputs import check_outputs, input_files
+from ..outputs import add_json_argument, check_outputs, input_files, json_output, write_json
 from ..viz.figure import check_path
 from .draw import MAX_NODES, draw_svg
 from .io.simgrid import check_export, write_simgrid
@@ -66,7 +65,7 @@ def add_topo_parser(subparsers):
     p.add_argument("--strict", action="store_true",
                    help="fail on the first defect of real-fabric input (a corrupt or incomplete ibroute dump, a "
                         "SimGrid platform or rtr dump element that is ignored or approximated) instead of a warning")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_json_argument(p, "the numbers")
     p.set_defaults(func=topo_command)
     return p
 
@@ -90,7 +89,8 @@ def topo_command(args) -> int:
     """Run ``topocoll topo``; returns the exit status (errors raise TopocollError)."""
     export = getattr(args, "export_simgrid", None)
     # before any work: a typo must not cost the run, and two outputs (or an output and the input) one file
-    check_outputs([("--draw", args.draw), ("--export-simgrid", export)], input_files(args))
+    check_outputs([("--draw", args.draw), ("--export-simgrid", export), *json_output(args)], input_files(args),
+                  stdout=("--json",))
     if args.draw:
         check_path(args.draw, "--draw")
     topo = parse_topology(args.spec, strict=getattr(args, "strict", False))
@@ -141,8 +141,7 @@ def topo_command(args) -> int:
         out["drawing"] = str(args.draw)
     if export:
         out["simgrid"] = write_simgrid(topo, export, router=router, progress=True)
-    if args.json:
-        print(json.dumps(out, default=str))
+    if write_json(args, out):
         return 0
     print(f"topology   {out['spec']}")
     print(f"endpoints  {out['endpoints']}   switches {out['switches']}   links {out['links']} "

@@ -92,7 +92,10 @@ def parse_node_spec(text: str, spec: str) -> NodeSpec:
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq or key not in ("ppn", "dist", "lat", "bw", "mem"):
-            raise SpecError(f"{spec}: node option {item!r}, expected ppn=N, dist=block|cyclic, lat=, bw=, mem=")
+            # the fabric's own options (bw=, lat=, host.lat=, map=) written after +ppn= without an @
+            raise SpecError(f"{spec}: node option {item!r}, expected ppn=N, dist=block|cyclic, lat=, bw=, mem=; the "
+                            "fabric's @ options go before +ppn= (e.g. kary:12,2@host.lat=200ns+ppn=32) or after "
+                            "the node options behind their own @")
         if key in values:
             raise SpecError(f"{spec}: node option {key} given twice, expected it once")
         values[key] = value.strip()

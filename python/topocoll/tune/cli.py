@@ -116,13 +116,13 @@ def _ranking_rows(rows) -> list[dict]:
 
 
 def ranking_json(collective: str, p: int, rows, model, platform, *, preset: str | None = None, verdicts=None,
-                 network: str | None = None) -> str:
+                 network: str | None = None, profile: str | None = None) -> str:
     """``topocoll compare --json``: the ranking as one JSON object; with
     ``verdicts`` (:func:`.recheck.rerank_rows`) each size's model, settings,
     caveats and packet-model re-rank (``answers``), and each row's packet
     time where it was re-ranked (``packet_time_s``)."""
     doc = {"collective": collective, "p": p, "model": model.name, "preset": preset, "platform": platform.describe(),
-           "rows": _ranking_rows(rows)}
+           "profile": profile, "rows": _ranking_rows(rows)}
     if verdicts is not None:
         from .recheck import row_key
         doc["network"] = network or platform.describe()
@@ -242,6 +242,7 @@ def cmd_tune(args) -> int:
                             f"event-driven model (--model {' / '.join(EVENT_MODELS)}): the preset sets their protocol")
         model = model_named(args.model, options=apply_preset(EngineOptions(), args.preset))
         model.name = f"{args.model} (preset {args.preset})"   # the tables' header names the preset
+    model, platform = _with_profile(args, model)
     orders = [o.strip() for o in args.orders.split(",")] if args.orders else None
     if orders is not None and any(not o for o in orders):
         raise SpecError(f"--orders {args.orders!r}, expected names separated by single commas")
@@ -264,13 +265,15 @@ def cmd_tune(args) -> int:
 
     try:
         table = tune(collectives, procs, parse_size_range(args.sizes), topology=args.topology,
-                     routing=args.routing, orders=orders, model=model, alpha=args.alpha, bandwidth=args.bandwidth,
-                     reduce_bandwidth=args.reduce_bandwidth, commutative=commutative, idempotent=idempotent,
+                     routing=args.routing, orders=orders, model=model, alpha=platform["alpha"],
+                     bandwidth=platform["bandwidth"], reduce_bandwidth=platform["reduce_bandwidth"],
+                     commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
                      seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan, recheck=budget_from(args))
     finally:
         if shown.get("bar") is not None:
             shown["bar"].close()
+    table.profile = args.profile           # the header and the JSON name the profile used
     if explain is not None:
         text = [table.explain(coll, explain[0], explain[1]) for coll in table.collectives]
         body = "\n\n".join(text)
@@ -303,6 +306,22 @@ def cmd_tune(args) -> int:
             if target is not None:
                 print(f"  load it with: {how_to_load(target, str(path))}", file=sys.stderr)
     return 0
+
+
+def _with_profile(args, model):
+    """``tune --profile FILE``: the model (an event model gets the profile's LogGOPS costs, the preset
+    applied over them: :func:`topocoll.sim.cli.profile_engine_options`) and the platform's ``alpha``,
+    ``bandwidth``, ``reduce_bandwidth``: a flag given explicitly, else the profile's for the model,
+    else the built-in default (:func:`topocoll.sim.cli.platform_values`)."""
+    from ..sim import model_named
+    from ..sim.cli import platform_values, profile_engine_options
+    name = args.model or ("static" if args.topology else "alpha-beta-gamma")
+    options = profile_engine_options(args)
+    if options is not None and model is not None and getattr(model, "options", None) is not None:
+        label = model.name
+        model = model_named(args.model, options=options)
+        model.name = label
+    return model, platform_values(args, model=name)
 
 
 def _one_int(option: str, text: str) -> int:
@@ -344,11 +363,16 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
                    help="validated protocol defaults of the event-driven models (topocoll.sim.presets): smpi or mpi; "
                         "default none (the engine's defaults)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=1e-6, help="s per message (default 1e-6)")
-    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=2e9,
-                   help="link bandwidth of the α-β-γ model in B/s (default 2e9)")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=4e9,
-                   help="bytes reduced per second (default 4e9)")
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
+                   help="s per message (default 1e-6, or --profile's)")
+    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
+                   help="link bandwidth of the α-β-γ model in B/s (default 2e9, or --profile's)")
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
+                   help="bytes reduced per second (default 4e9, or --profile's)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="machine profile from `topocoll calibrate` (or --from-osu): its α, bandwidth, γ and, for "
+                        "the event models, LogGP costs become the defaults; on SPEC+ppn=N its intra-node level "
+                        "sets the node's lat and bw where the spec leaves them out (docs/calibration.md)")
     p.add_argument("--libraries", default=",".join(LIBRARIES),
                    help=f"library defaults to compare with (default {','.join(LIBRARIES)}; empty: none)")
     p.add_argument("--budget", type=finite_float(strict=True, unit="s"), default=None,
@@ -364,7 +388,7 @@ def add_tune_parser(sub) -> None:
     add_recheck_arguments(p)
     p.add_argument("--explain", nargs=2, metavar=("P", "SIZE"),
                    help="print why the winner wins at one grid point instead of the table")
-    p.add_argument("--json", metavar="FILE", help="write the decision table as JSON (- for stdout)")
+    outputs.add_json_argument(p, "the decision table")
     p.add_argument("--csv", metavar="FILE", help="write one CSV line per grid point (- for stdout)")
     p.add_argument("--plot", metavar="FILE", help="plot time against size per algorithm (.png, .svg, .pdf)")
     p.add_argument("--openmpi-rules", metavar="FILE", help="write Open MPI's coll_tuned dynamic rules (5.0.x)")

@@ -199,6 +199,7 @@ class DecisionTable:
     elapsed: float = 0.0
     notes: list[str] = field(default_factory=list)
     judged: bool = False                       # tune(recheck=...) gave every point a verdict
+    profile: str | None = None                 # the machine profile file the costs came from (tune --profile)
 
     # ---- the rules ----------------------------------------------------------------------
 
@@ -304,7 +305,8 @@ class DecisionTable:
                 "collectives": self.collectives, "procs": self.procs, "sizes": self.sizes,
                 "size_convention": {c: CONVENTION[c] for c in self.collectives},
                 "operator": {"commutative": self.commutative, "idempotent": self.idempotent},
-                "model": self.model, "platform": self.platform, "orders": self.orders, "itemsize": self.itemsize,
+                "model": self.model, "platform": self.platform, "profile": self.profile, "orders": self.orders,
+                "itemsize": self.itemsize,
                 "seed": self.seed, "budget_s": self.budget, "evaluated": self.evaluated, "skipped": self.skipped,
                 "elapsed_s": round(self.elapsed, 3), "notes": self.notes, "rules": rules,
                 "points": [{k: _jsonable(v) for k, v in row.items()} for row in self.rows()],
@@ -332,7 +334,8 @@ class DecisionTable:
     def text(self) -> str:
         from ..text import human_bytes, table
         lines = [f"tune: {', '.join(self.collectives)} on P = {', '.join(map(str, self.procs))}, "
-                 f"{len(self.sizes)} size{'s' if len(self.sizes) != 1 else ''}, {self.model} model: {self.platform}",
+                 f"{len(self.sizes)} size{'s' if len(self.sizes) != 1 else ''}, {self.model} model: {self.platform}"
+                 + (f"; profile {self.profile}" if self.profile else ""),
                  f"operator: {'commutative' if self.commutative else 'non-commutative'}"
                  + (", idempotent" if self.idempotent else "") + f"; orders: {', '.join(self.orders)}; "
                  f"seed {self.seed}; {self.evaluated} evaluations"

@@ -189,6 +189,20 @@ def test_every_algorithm_beside_the_library_with_finite_ratios(tmp_path):
 
 
 @pytest.mark.mpi
+def test_json_alone_prints_the_json_on_stdout_instead_of_the_text(tmp_path):
+    """``--json`` without FILE (topocoll.outputs.add_json_argument): stdout is one JSON document, the
+    same fields a ``--json FILE`` run writes, and its rows hold the sizes asked for."""
+    proc = mpirun(2, "allreduce", "--sizes", "8,1K", *TINY, "--algorithm", "ring", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert {r["size_bytes"] for r in data["rows"]} == {8, 1024} and data["p"] == 2
+    out = tmp_path / "r.json"
+    proc = mpirun(2, "allreduce", "--sizes", "8", *TINY, "--algorithm", "ring", "--json", str(out))
+    assert proc.returncode == 0 and "topocoll bench:" in proc.stdout
+    assert set(json.loads(out.read_text())) == set(data)
+
+
+@pytest.mark.mpi
 def test_osu_output_reads_like_osu_allreduce(tmp_path):
     """`--osu`: the OSU Micro-Benchmarks' layout (osu_util.c print_stats with -f: size in 10 left-aligned
     columns, avg/min/max in 18 right-aligned columns with 2 decimals, iterations in 12), parsed here
