@@ -241,6 +241,10 @@ class DecisionTable:
                         blocks.append(PBlock(a, b, p, fallback))
         return blocks
 
+    def size_rules(self, collective: str, p: int, pick) -> tuple[SizeRule, ...]:
+        """The sizes of grid P ``p`` folded into ranges, ``pick(point) -> Choice`` choosing at each."""
+        return self._size_rules(collective, p, pick)
+
     def _size_rules(self, collective: str, p: int, pick) -> tuple[SizeRule, ...]:
         rules: list[SizeRule] = []
         for j, size in enumerate(self.sizes):
