@@ -69,7 +69,8 @@ def run() -> str:
     lines = ["| topology | pattern | VCs | buffer flits | saturation (packets/node/slot) | BookSim (ratio) | "
              "zero-load latency (cycles) | BookSim (ratio) | CPU s |", "|---|---|---:|---:|---:|---|---:|---|---:|"]
     for row, sat, zero, cpu in measured(selected, 500, 3000):
-        lines.append(f"| {row['topology']} | {row['pattern']} | {row['vcs']} | {row['buffer_flits']} | {sat:.2f} | "
+        shown = f"{sat:.2f}" if sat > 0 else f"< {LOADS[0]}"   # saturated at the grid's lowest load
+        lines.append(f"| {row['topology']} | {row['pattern']} | {row['vcs']} | {row['buffer_flits']} | {shown} | "
                      f"{_versus(sat, row['booksim_saturation'])} | {zero:.1f} | "
                      f"{_versus(zero, row['booksim_zero_load_cycles'])} | {cpu:.1f} |")
     missing = sum(1 for row in every if not row["booksim_saturation"])
@@ -80,7 +81,7 @@ def run() -> str:
         + "). Configuration: `benchmarks/bench_flit_booksim.py`'s module doc; reference numbers: "
         "`benchmarks/booksim_reference.csv` (how to fill them: `booksim_reference.md`). Saturation: the largest "
         f"load of {', '.join(map(str, LOADS))} the run does not call saturated; zero-load latency: mean at load "
-        f"0.01. {missing} of {len(every)} rows have no BookSim number yet (BookSim is not installed here), so "
+        f"0.01. {missing} of {len(every)} rows have no BookSim number in the CSV yet, so "
         "those rows are topocoll's alone and no ratio is claimed.\n\n" + "\n".join(lines) + "\n"
     )
 
