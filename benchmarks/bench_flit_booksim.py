@@ -21,6 +21,7 @@ import os
 import pathlib
 import time
 
+from topocoll.errors import SpecError
 from topocoll.sim.packet import PacketOptions
 from topocoll.sim.traffic import traffic
 
@@ -49,10 +50,15 @@ def one(row, warmup, measure):
 
 
 def measured(selected, warmup, measure):
-    """Per row: (row, topocoll saturation, zero-load cycles, CPU seconds)."""
+    """Per row: (row, topocoll saturation, zero-load cycles, CPU seconds); a row the traffic generator
+    refuses (transpose needs a square number of endpoints) gives its one-line reason instead of the numbers."""
     for row in selected:
         t = time.process_time()
-        sat, zero = one(row, warmup, measure)
+        try:
+            sat, zero = one(row, warmup, measure)
+        except SpecError as exc:
+            yield row, None, str(exc), time.process_time() - t
+            continue
         yield row, sat, zero, time.process_time() - t
 
 
@@ -69,6 +75,10 @@ def run() -> str:
     lines = ["| topology | pattern | VCs | buffer flits | saturation (packets/node/slot) | BookSim (ratio) | "
              "zero-load latency (cycles) | BookSim (ratio) | CPU s |", "|---|---|---:|---:|---:|---|---:|---|---:|"]
     for row, sat, zero, cpu in measured(selected, 500, 3000):
+        if sat is None:
+            lines.append(f"| {row['topology']} | {row['pattern']} | {row['vcs']} | {row['buffer_flits']} | "
+                         f"refused: {zero} | | | | {cpu:.1f} |")
+            continue
         shown = f"{sat:.2f}" if sat > 0 else f"< {LOADS[0]}"   # saturated at the grid's lowest load
         lines.append(f"| {row['topology']} | {row['pattern']} | {row['vcs']} | {row['buffer_flits']} | {shown} | "
                      f"{_versus(sat, row['booksim_saturation'])} | {zero:.1f} | "
@@ -94,6 +104,9 @@ def main():
     a = ap.parse_args()
     print("topology, pattern, vcs, buffer flits: topocoll saturation (BookSim, ratio); zero-load cycles (BookSim, ratio)")
     for row, sat, zero, cpu in measured(rows()[: a.rows], a.warmup, a.measure):
+        if sat is None:
+            print(f"{row['topology']} {row['pattern']} vcs={row['vcs']} buf={row['buffer_flits']}: refused: {zero}")
+            continue
         bs, bz = row["booksim_saturation"], row["booksim_zero_load_cycles"]
         rs = f"{bs}, {sat / float(bs):.3f}" if bs else "no BookSim number"
         rz = f"{bz}, {zero / float(bz):.3f}" if bz else "no BookSim number"
