@@ -242,13 +242,14 @@ def run() -> str:
     root = str(Path(__file__).resolve().parent.parent) + "/"
     top = [re.sub(r"\S*/site-packages/", "", line.replace(root, "")) for line in plines
            if re.match(r"\s+[0-9/]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+", line)][:25]
-    share = {name: next((float(line.split()[3]) for line in top if name in line), None)
-             for name in ("plan.py:104(make_plan)", "engine.py:1022(estimate)", "greedy.py:347(step)")}
+    share = {name: next((float(line.split()[3]) for line in top if re.search(pattern, line)), None)
+             for name, pattern in (("make_plan", r"plan\.py:\d+\(make_plan\)"), ("estimate", r"engine\.py:\d+\(estimate\)"),
+                                   ("step", r"greedy\.py:\d+\(step\)"))}
     total = next((float(m[1]) for line in plines if (m := re.search(r"in ([0-9.]+) seconds", line))), None)
-    dominates = (f"The greedy matching dominates: `make_plan` {share['plan.py:104(make_plan)']:.1f} s of "
-                 f"{total:.1f} s (its `step` {share['greedy.py:347(step)']:.1f} s: candidate generation `_nearby`, "
-                 f"the link test `fit`/`_accept`, `np.unique`), the model judging each variant "
-                 f"(`estimate`) {share['engine.py:1022(estimate)']:.1f} s. "
+    dominates = (f"The greedy matching dominates: `make_plan` {share['make_plan']:.1f} s of "
+                 f"{total:.1f} s (its `step` {share['step']:.1f} s: candidate generation `_nearby`, "
+                 f"the link test `fit`, the chunk choice `_accept`), the model judging each variant "
+                 f"(`estimate`) {share['estimate']:.1f} s. "
                  if total and None not in share.values() else "")
     packet_cases = sorted({r["case"] for r in packet}, key=list(CASES).index)
     packet_colls = sorted({r["collective"] for r in packet}, key=COLLECTIVES.index)
