@@ -9,7 +9,6 @@ import json
 import re
 from collections import Counter
 
-import numpy as np
 import pytest
 
 from topocoll.schedules.goal import to_goal

@@ -55,7 +55,7 @@ def test_a_second_run_reuses_the_files(made):
                  synthesize=directory, synth_budget=0, seed=3)
     assert {f: f.stat().st_mtime_ns for f in directory.iterdir()} == before
     assert not any("synthesized into" in n for n in table.notes)
-    assert any(f"was made for P=8" in n for n in table.notes)        # P=8's files: not on this grid
+    assert any("was made for P=8" in n for n in table.notes)        # P=8's files: not on this grid
 
 
 def test_topocoll_table_names_the_file_for_its_p_only(made):
