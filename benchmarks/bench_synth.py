@@ -17,8 +17,8 @@ Every random choice takes seed 0 (printed).
 ``run()`` (``make bench``) writes BENCHMARKS.md's section from the results under
 ``benchmarks/synth_results/`` (``flow.txt``, ``packet.txt``: the lines ``ratios``
 prints; ``scale.txt``; ``profile1024.txt``), regenerating them first — the flow
-model on every case (about 25 minutes of CPU on this machine), the packet model on
-the small ones, the scale points and a profiled P = 1024 synthesis — unless
+model on every case (105 syntheses of at most 15 s each; the stored run took 9.6 minutes of
+CPU), the packet model on the small ones, the scale points and a profiled P = 1024 synthesis — unless
 ``TOPOCOLL_BENCH_SYNTH=stored`` says to reuse what is stored.
 """
 
