@@ -9,6 +9,7 @@ plain float64 vectors against the MPI library's own collective
 ``MPI_Bcast``, ``MPI_Alltoall``). One launch (oversubscribed on this
 machine: no timing here)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,3 +103,50 @@ def test_four_ranks_match_the_serial_reference_and_the_library(tmp_path):
     for collective in CASES:
         assert f"{collective}/synthesized(p=4, file=" in proc.stdout, collective
     assert proc.stdout.count("transport=rma") == len(CASES)
+
+
+AUTO = r'''
+import sys
+import numpy as np
+from mpi4py import MPI
+import topocoll.mpi as tc
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+x = (np.arange(int(sys.argv[2]), dtype=np.float64) + 1) * (rank + 1)
+got = tc.allreduce(x, algorithm="auto", tuning=sys.argv[1])
+want = np.empty_like(x)
+comm.Allreduce(x, want, op=MPI.SUM)
+labels = tc.cache_info()["labels"]
+line = f"{'OK' if np.array_equal(got, want) else 'FAIL'} rank {rank}: {labels[0]}"
+lines = comm.gather(line)      # printed by one rank: four ranks' prints may interleave
+if rank == 0:
+    print("\n".join(lines), flush=True)
+'''
+
+
+def test_auto_with_a_tuning_file_runs_the_synthesized_schedule_at_its_p(tmp_path):
+    """``tune --synthesize`` on the 2×2 torus writes a tuning table naming a synthesized allreduce for
+    P = 4; ``allreduce(algorithm="auto", tuning=FILE)`` on four ranks runs that file's schedule and
+    its result equals ``MPI_Allreduce``'s (sums of small integers: exact in any order)."""
+    from topocoll.sim import model_named
+    from topocoll.tune import emit
+    from topocoll.tune.tuner import tune
+    if MPIEXEC is None:
+        pytest.fail("mpiexec not found: `make test` installs the mpich wheel into .venv")
+    size = 1 << 20
+    table = tune(["allreduce"], [4], [size], topology="torus:2x2", model=model_named("flow"), libraries=[],
+                 synthesize=tmp_path / "schedules", synth_budget=0, seed=0)
+    best = table.point("allreduce", 4, size).best
+    assert best.algorithm == "synthesized", f"the tuner chose {best.label()}, the case needs a synthesized winner"
+    tuning = tmp_path / "tuning.json"
+    tuning.write_text(emit.emit(table, "topocoll"))
+    row = next(r for r in json.loads(tuning.read_text())["allreduce"] if r["algorithm"] == "synthesized")
+    assert row["min_p"] == row["max_p"] == 4
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ.get('PATH', '')}")
+    proc = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-c", AUTO, str(tuning), str(size // 8)],
+                          capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 4 and all(line.startswith("OK ") for line in lines), proc.stdout
+    assert all(f"allreduce/synthesized(p=4, file={row['params']['file']}" in line for line in lines), proc.stdout

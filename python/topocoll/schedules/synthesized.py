@@ -20,6 +20,9 @@ asked (``compare --synthesize`` synthesizes for their network).
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
+
 from ..errors import SpecError
 from .ir import Schedule
 from .registry import algorithm, closed_form
@@ -30,8 +33,34 @@ ROUNDS = "as planned for the network"
 
 
 def _given(p: int, params: dict) -> bool:
-    """file= or topology= given"""
-    return params.get("file") is not None or params.get("topology") is not None
+    """file= or topology= given; with file=, P must be the file's (a schedule is made for one P and one
+    network): the tuner's rules and ``algorithm="auto"`` then name it for that P only."""
+    if params.get("file") is not None:
+        header = file_header(params["file"])
+        return header is not None and header[1] == int(p)
+    return params.get("topology") is not None
+
+
+@lru_cache(maxsize=256)
+def _header(path: str, mtime_ns: int, size: int) -> tuple[str, int] | None:
+    try:
+        from ..synth.fileformat import read_header
+        doc = read_header(path)
+    except SpecError:
+        return None
+    return doc["collective"], doc["p"]
+
+
+def file_header(path) -> tuple[str, int] | None:
+    """``(collective, P)`` a schedule file was made for, read once per path and version of the file
+    (None: not a readable schedule file). ``supports`` is asked for many P (the tuner probes a range
+    of them), so the file is not parsed again each time."""
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _header(path, st.st_mtime_ns, st.st_size)
 
 
 def _make(collective: str, p: int, file, topology, seed: int, count: int, itemsize: int, root: int = 0) -> Schedule:
@@ -75,7 +104,7 @@ def _on_the_fly(collective, p, topology, seed, count, itemsize, root) -> Schedul
 
 
 _COMMON = dict(params={"file": None, "topology": "crossbar", "seed": 0}, rounds=ROUNDS, paper=PAPER, supports=_given,
-               supports_text="file= or topology= (compare: --synthesize)", sweep=({"topology": "crossbar"},),
+               supports_text="file= (its own P only) or topology= (compare: --synthesize)", sweep=({"topology": "crossbar"},),
                compare={"topology": None})
 
 

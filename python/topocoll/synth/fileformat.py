@@ -42,7 +42,7 @@ from .greedy import Transfers
 from .plan import COLLECTIVES, KINDS, Phase, Plan
 from .routes import MAX_SYNTH_P
 
-__all__ = ["FORMAT", "VERSION", "Loaded", "save", "load", "load_schedule", "check_file", "check_network",
+__all__ = ["FORMAT", "VERSION", "Loaded", "save", "load", "read_header", "load_schedule", "check_file", "check_network",
            "MAX_FILE_BYTES"]
 
 FORMAT = "topocoll-synthesized-schedule"
@@ -159,17 +159,10 @@ def _int_array(path, phase: int, name: str, value, low: int, high: int) -> np.nd
     return arr
 
 
-def load(path, network=None) -> Loaded:
-    """Read a file written by :func:`save`; check its routes against
-    ``network`` (a :class:`~topocoll.sim.model.Network`), or, without one,
-    against the network the file names, rebuilt (:func:`check_network`).
-
-    Raises
-    ------
-    SpecError
-        Unreadable file, wrong format or version, a field out of bounds, or
-        routes that differ from the network's (one line each).
-    """
+def read_header(path) -> dict:
+    """The document of a schedule file checked only as far as its kind, collective, P and network
+    fingerprint (no transfer is read into arrays, no route computed): what the registry's
+    ``supports`` and ``tune --synthesize`` ask before loading it whole (:func:`load`)."""
     path = os.fspath(path)
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
@@ -195,6 +188,23 @@ def load(path, network=None) -> Loaded:
     if not isinstance(net, dict) or not isinstance(net.get("routes_sha256"), str) \
             or not isinstance(net.get("topology"), str):
         raise _bad(path, "no network with topology and routes_sha256, expected the network it was made for")
+    return doc
+
+
+def load(path, network=None) -> Loaded:
+    """Read a file written by :func:`save`; check its routes against
+    ``network`` (a :class:`~topocoll.sim.model.Network`), or, without one,
+    against the network the file names, rebuilt (:func:`check_network`).
+
+    Raises
+    ------
+    SpecError
+        Unreadable file, wrong format or version, a field out of bounds, or
+        routes that differ from the network's (one line each).
+    """
+    path = os.fspath(path)
+    doc = read_header(path)
+    coll, p = doc["collective"], doc["p"]
     chunking = doc.get("chunking") or {}
     nblocks, c = chunking.get("blocks"), chunking.get("chunks_per_rank")
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in (nblocks, c)) \

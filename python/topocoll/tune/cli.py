@@ -269,7 +269,8 @@ def cmd_tune(args) -> int:
                      bandwidth=platform["bandwidth"], reduce_bandwidth=platform["reduce_bandwidth"],
                      commutative=commutative, idempotent=idempotent,
                      libraries=libraries, budget=args.budget, workers=args.jobs, itemsize=args.itemsize,
-                     seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan, recheck=budget_from(args))
+                     seed=args.seed, keep=args.keep, on_progress=progress, on_plan=plan, recheck=budget_from(args),
+                     synthesize=args.synthesize, synth_budget=args.synth_budget)
     finally:
         if shown.get("bar") is not None:
             shown["bar"].close()
@@ -284,7 +285,7 @@ def cmd_tune(args) -> int:
     else:
         print(f"tune: seed {table.seed} (of node orders named random; every other choice is deterministic)",
               file=sys.stderr)
-    from .emit import emit, how_to_load
+    from .emit import emit, how_to_load, synthesized_skips
     writers = {"json": lambda: json.dumps(table.to_json(), indent=1) + "\n", "csv": table.to_csv,
                "openmpi_rules": lambda: emit(table, "openmpi"), "mpich_json": lambda: emit(table, "mpich"),
                "topocoll_json": lambda: emit(table, "topocoll")}
@@ -305,6 +306,9 @@ def cmd_tune(args) -> int:
             target = {"openmpi_rules": "openmpi", "mpich_json": "mpich", "topocoll_json": "topocoll"}.get(dest)
             if target is not None:
                 print(f"  load it with: {how_to_load(target, str(path))}", file=sys.stderr)
+            if target in ("openmpi", "mpich"):   # a synthesized winner runs under topocoll only: say what stands in
+                for line in synthesized_skips(table, f"{target}-5.0"):
+                    print(f"  {line}", file=sys.stderr)
     return 0
 
 
@@ -386,6 +390,12 @@ def add_tune_parser(sub) -> None:
                    help=f"parameter values kept per algorithm after α-β-γ pruning (default {KEEP})")
     from .recheck import add_recheck_arguments
     add_recheck_arguments(p)
+    p.add_argument("--synthesize", metavar="DIR",
+                   help="also rank the schedules `topocoll synthesize --out` wrote into DIR, each at the P and node "
+                        "order whose routes it was made for (needs --topology)")
+    p.add_argument("--synth-budget", type=finite_float(unit="s"), default=None, metavar="SECONDS",
+                   help="with --synthesize: first synthesize for this network, into DIR, every grid point that has "
+                        "no file there (seconds of search per point)")
     p.add_argument("--explain", nargs=2, metavar=("P", "SIZE"),
                    help="print why the winner wins at one grid point instead of the table")
     outputs.add_json_argument(p, "the decision table")

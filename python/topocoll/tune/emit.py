@@ -51,14 +51,18 @@ from pathlib import Path
 from ..errors import ParseError, SpecError
 from ..outputs import check_output, write_text
 from .libdefaults import check_library, mpich_default, openmpi_default
-from .tuner import Choice, DecisionTable, GridPoint
+from ..text import human_bytes
+from .tuner import Choice, DecisionTable, GridPoint, PBlock
 
 #: Open MPI collective ids (``COLLTYPE`` of ``ompi/mca/coll/base/coll_base_functions.h``)
 OMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce_scatter": 12}
 #: emit targets
 TARGETS = ("openmpi", "mpich", "topocoll")
+#: the registry's name of schedules made for one network (:mod:`topocoll.schedules.synthesized`): only
+#: topocoll's executor runs them
+SYNTHESIZED = "synthesized"
 
-__all__ = ["OMPI_IDS", "TARGETS", "LibraryPick", "emit", "library_pick", "match_mpich", "match_openmpi",
+__all__ = ["OMPI_IDS", "SYNTHESIZED", "TARGETS", "LibraryPick", "synthesized_skips", "emit", "library_pick", "match_mpich", "match_openmpi",
            "mpich_json", "openmpi_rules", "topocoll_json", "topocoll_pick", "write_atomic"]
 
 
@@ -166,6 +170,22 @@ def library_pick(table: DecisionTable, point: GridPoint, library: str) -> Librar
     return LibraryPick(default.algorithm, None, dict(default.params) if "k" in default.params else {}, None, None)
 
 
+def synthesized_skips(table: DecisionTable, library: str) -> list[str]:
+    """One line per grid point whose tuned winner is a synthesized schedule, which ``library`` cannot
+    run (only topocoll's executor reads schedule files): what the library's file names there instead
+    (the next fixed algorithm it has, :func:`library_pick`) and at what cost by the model."""
+    out = []
+    for (coll, p, size), pt in table.points.items():
+        if pt.best.algorithm != SYNTHESIZED:
+            continue
+        pick = library_pick(table, pt, library)
+        cost = f", {pick.loss:.2f}× the synthesized time" if pick.loss is not None else ""
+        out.append(f"{coll} P={p} {human_bytes(size)}: the tuned {pt.best.label()} skipped ({library} cannot run a "
+                   f"synthesized schedule): {pick.algorithm} written instead"
+                   + (f" (← {pick.choice.label()}{cost})" if pick.choice is not None else " (its default)"))
+    return out
+
+
 # ---- Open MPI ------------------------------------------------------------------------------
 
 def _ompi_size(collective: str, size: int, p: int) -> int:
@@ -181,6 +201,7 @@ def openmpi_rules(table: DecisionTable) -> str:
              f"# tuned for a {'commutative' if table.commutative else 'non-commutative'} operator"
              + ("; Open MPI cannot test commutativity: use this file only if every reduction operator of "
                 "the application is commutative" if table.commutative else ""),
+             *[f"# {line}" for line in synthesized_skips(table, "openmpi-5.0")],
              f"{len(table.collectives)}                # collectives in this file"]
     for coll in table.collectives:
         blocks = table.rules(coll, pick=lambda pt: _PickChoice(library_pick(table, pt, "openmpi-5.0")))
@@ -407,13 +428,14 @@ def match_mpich(tree: dict, collective: str, p: int, size: int, *, commutative: 
 
 # ---- topocoll ------------------------------------------------------------------------------
 
-def topocoll_pick(table: DecisionTable, point: GridPoint) -> Choice:
+def topocoll_pick(table: DecisionTable, point: GridPoint, *, synthesized: bool = True) -> Choice:
     """The fastest candidate ``algorithm="auto"`` will accept: :func:`topocoll.mpi.api.choose`
     checks the registry's needs (for any P) where the tuner checked the schedule's own (exact
-    at this P), e.g. butterfly_virtual needs idempotence only where P is not a power of two."""
+    at this P), e.g. butterfly_virtual needs idempotence only where P is not a power of two.
+    ``synthesized=False``: the fastest fixed one (for the P a synthesized schedule was not made for)."""
     from ..schedules.registry import lookup, operator_allows
     for choice in point.choices:
-        if choice.order != point.best.order:
+        if choice.order != point.best.order or (not synthesized and choice.algorithm == SYNTHESIZED):
             continue
         info = lookup(point.collective, choice.algorithm)
         reduction = point.collective in ("allreduce", "reduce_scatter")
@@ -424,17 +446,36 @@ def topocoll_pick(table: DecisionTable, point: GridPoint) -> Choice:
     return point.best
 
 
+def _own_p_blocks(table: DecisionTable, collective: str) -> list:
+    """The blocks of the ``algorithm="auto"`` table: a block whose rules name a synthesized schedule
+    (made for its grid P and network only) split into that P alone and the P around it, where the
+    fastest fixed algorithm at that grid P rules."""
+    out = []
+    for block in table.rules(collective, pick=lambda pt: topocoll_pick(table, pt)):
+        if block.lo == block.hi or not any(r.choice.algorithm == SYNTHESIZED for r in block.rules):
+            out.append(block)
+            continue
+        fixed = table.size_rules(collective, block.p, lambda pt: topocoll_pick(table, pt, synthesized=False))
+        if block.lo < block.p:
+            out.append(PBlock(block.lo, block.p - 1, block.p, fixed))
+        out.append(PBlock(block.p, block.p, block.p, block.rules))
+        if block.hi is None or block.hi > block.p:
+            out.append(PBlock(block.p + 1, block.hi, block.p, fixed))
+    return out
+
+
 def topocoll_json(table: DecisionTable) -> dict:
-    """The tuning table of ``algorithm="auto"`` (:func:`topocoll.mpi.api.load_tuning`)."""
+    """The tuning table of ``algorithm="auto"`` (:func:`topocoll.mpi.api.load_tuning`); a synthesized
+    winner is named by its file with ``min_p = max_p`` = the P it was made for (:func:`_own_p_blocks`)."""
     out: dict = {}
     for coll in table.collectives:
         rows = []
-        for block in table.rules(coll, pick=lambda pt: topocoll_pick(table, pt)):
+        for block in _own_p_blocks(table, coll):
             for rule in block.rules:
                 row = {"algorithm": rule.choice.algorithm}
                 if rule.choice.params:
                     row["params"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in rule.choice.params.items()}
-                if block.lo > 1:
+                if block.lo > 1 or block.hi == block.lo:
                     row["min_p"] = block.lo
                 if block.hi is not None:
                     row["max_p"] = block.hi

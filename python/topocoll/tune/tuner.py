@@ -242,6 +242,10 @@ class DecisionTable:
                         blocks.append(PBlock(a, b, p, fallback))
         return blocks
 
+    def size_rules(self, collective: str, p: int, pick) -> tuple[SizeRule, ...]:
+        """The sizes of grid P ``p`` folded into ranges, ``pick(point) -> Choice`` choosing at each."""
+        return self._size_rules(collective, p, pick)
+
     def _size_rules(self, collective: str, p: int, pick) -> tuple[SizeRule, ...]:
         rules: list[SizeRule] = []
         for j, size in enumerate(self.sizes):
@@ -750,7 +754,7 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
          reduce_bandwidth: float = 4e9, commutative: bool = True, idempotent: bool = False,
          libraries=tuple(LIBRARIES), budget: float | None = None, workers: int | None = 1, itemsize: int = 8,
          seed: int = 0, keep: int = KEEP, screen: float | None = SCREEN, on_progress=None,
-         on_plan=None, recheck=False) -> DecisionTable:
+         on_plan=None, recheck=False, synthesize=None, synth_budget: float | None = None) -> DecisionTable:
     """Tune ``collectives`` over the grid ``procs`` × ``sizes``.
 
     Parameters
@@ -807,6 +811,15 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
         re-ranked by the packet model where its estimated cost fits the
         budget, cheapest points first (:func:`.recheck.judge`); a re-ranked
         point's choices put the packet model's order first.
+    synthesize : path, optional
+        A directory of schedule files written by ``topocoll synthesize``:
+        each is ranked beside the fixed algorithms (``synthesized`` with
+        ``file=``) at the grid P and node order whose routes it was made for
+        (:mod:`.synthesized`); needs ``topology``.
+    synth_budget : float, optional
+        With ``synthesize``: first synthesize, for every grid point without
+        a file in that directory, a schedule for this network (seconds of
+        search per point), written there.
 
     Returns
     -------
@@ -876,6 +889,19 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
                                    [] if quiet_blocked else notes):
             groups[p, setting.order] = setting
     first_order = {p: next(o for (q, o) in groups if q == p) for p in procs}
+    synthesized = []
+    if synthesize is not None:
+        from . import synthesized as synth_files
+        if topology is None:
+            raise SpecError("tune: --synthesize needs a network (a schedule is made for its routes), expected "
+                            "--topology SPEC")
+        if synth_budget is not None:
+            synth_files.synthesize_missing(synthesize, collectives, procs, sizes, groups, model, budget=synth_budget,
+                                           seed=seed, itemsize=itemsize, notes=notes)
+        synthesized = synth_files.candidates(synth_files.scan(synthesize, notes), collectives, procs, groups, notes)
+    elif synth_budget is not None:
+        raise SpecError("tune: --synth-budget without --synthesize DIR, expected the directory to write the "
+                        "schedules into")
     batches: dict[tuple, dict] = {}
     lib_wanted: dict[tuple, list] = {}
 
@@ -907,6 +933,11 @@ def tune(collectives, procs, sizes, *, topology: str | None = None, routing: str
                         for info, params in pool:
                             want(tier, coll, p, info, params, comm, idem, size, order, (coll, p, size))
             screened_out += sum(len(extra) - len(screened[size]) for size in sizes)
+            info = lookup(coll, "synthesized")
+            for (c, q, order, path) in synthesized:   # at its own P and placement only: made for them
+                if c == coll and q == p:
+                    for size in sizes:
+                        want(0, coll, p, info, {"file": path}, comm, idem, size, order, (coll, p, size))
             for size in sizes:
                 for lib in libraries:
                     choice = library_default(lib, coll, p, size, commutative=comm, itemsize=itemsize)

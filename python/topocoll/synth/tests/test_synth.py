@@ -322,3 +322,16 @@ def test_progress_bar_and_json(tmp_path, capsys):
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["seed"] == 0 and doc["ratio"] <= 1.0 and doc["link_test"] == [] and doc["tried"]
+
+
+def test_flow_model_skips_the_unchained_variant_that_would_overrun(monkeypatch):
+    """Without port chains the flow model's cost grows far faster than P (search.UNCHAINED_FLOW_COST):
+    the variant is tried where its predicted cost fits the budget and skipped where it does not."""
+    from topocoll.synth import search
+    def chains(cost):
+        monkeypatch.setattr(search, "UNCHAINED_FLOW_COST", cost)
+        r = search.synthesize("allgather", "torus:4x4", 16, 64 << 10, budget=3, model="flow", compare_fixed=False,
+                              progress=False)
+        return {t.chains for t in r.tried}
+    assert "none" in chains(0.0)
+    assert "none" not in chains(1e9) and {"send", "recv"} <= chains(1e9)
