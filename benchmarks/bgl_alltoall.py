@@ -79,6 +79,14 @@ ABLATIONS = [
     ("oldest first (allocator=age)", {"allocator": "age"}),
     ("voq + 64-packet buffers + age", {"queues": "voq", "buffer_packets": 64, "allocator": "age"}),
 ]
+#: the same for DR-bubble (tie random) on 16×8×8, Fig. 4's 2n×n×n case
+DR_ABLATIONS = [
+    ("core copies free (bgl_cpu_links=0)", {"bgl_cpu_links": 0.0}),
+    ("64-packet VC buffer", {"buffer_packets": 64}),
+    ("virtual output queues (queues=voq)", {"queues": "voq"}),
+    ("oldest first (allocator=age)", {"allocator": "age"}),
+    ("voq + 64-packet buffer + age", {"queues": "voq", "buffer_packets": 64, "allocator": "age"}),
+]
 
 
 def _p(shape: str) -> int:
@@ -110,7 +118,12 @@ def run_case(shape: str, routing: str, vcs: int, extra: dict, algorithm: str, m:
     sim = simulate(sched, Platform(alpha=0.0, network=net), cfg)
     wall = time.perf_counter() - t0
     util = np.asarray(sim.link_bytes) / (sim.time * 175e6)
-    return percent_of_peak(sim.time, shape, m, beta=BETA_LINK), sim.time, util.mean(), util.max(), wall
+    # x+ and x− links: the escape route's k/2 tie decides how they share the ring's load
+    k = int(shape.split("x")[0])
+    src, dst = np.asarray(net.topology.src), np.asarray(net.topology.dst)
+    step = (dst % k - src % k) % k
+    xs = (util[step == 1].mean(), util[step == k - 1].mean())
+    return percent_of_peak(sim.time, shape, m, beta=BETA_LINK), sim.time, util.mean(), util.max(), wall, xs
 
 
 def command(shape, routing, vcs, extra, algorithm, m):
@@ -140,16 +153,16 @@ def main(argv=None) -> int:
              f"{beta * 1e9:.3f} ns/B, against the link's 1/175 MB/s = {BETA_LINK * 1e9:.3f} ns/B and the "
              "paper's measured 6.48 ns/B.", "",
              "| shape | case | % of eq. 2 (β link) | % of eq. 2 (β ping-pong) | paper | link util. mean / max | "
-             "wall s |", "|---|---|---|---|---|---|---|"]
+             "x+ / x− util. | wall s |", "|---|---|---|---|---|---|---|---|"]
     rows = {}
     for shape in shapes:
         for label, what, routing, vcs, extra, algorithm in CASES:
-            pct, t, um, ux, wall = run_case(shape, routing, vcs, extra, algorithm, a.m)
+            pct, t, um, ux, wall, xs = run_case(shape, routing, vcs, extra, algorithm, a.m)
             rows[(shape, label)] = pct
             paper, where = PAPER.get((shape, what), ("—", ""))
             pp = 100 * (beta / BETA_LINK) * pct / 100
             lines.append(f"| {shape} | {label} | {pct:.1f} | {pp:.1f} | {paper}{' (' + where + ')' if where else ''}"
-                         f" | {um:.3f} / {ux:.3f} | {wall:.1f} |")
+                         f" | {um:.3f} / {ux:.3f} | {xs[0]:.3f} / {xs[1]:.3f} | {wall:.1f} |")
             print(f"{shape} {label}: {pct:.1f} % (β ping-pong {pp:.1f} %), util {um:.3f}/{ux:.3f}, "
                   f"{wall:.1f} s", flush=True)
     if not a.quick:
@@ -157,10 +170,19 @@ def main(argv=None) -> int:
                   "| change | % of eq. 2 (β link) | link util. mean / max | wall s |", "|---|---|---|---|",
                   f"| none | {rows[('8x8x8', 'AR, tie random')]:.1f} | | |"]
         for label, extra in ABLATIONS:
-            pct, t, um, ux, wall = run_case("8x8x8", f"adaptive:tie=random,seed={SEED}", 3, extra, "randomized",
+            pct, t, um, ux, wall, _ = run_case("8x8x8", f"adaptive:tie=random,seed={SEED}", 3, extra, "randomized",
                                             a.m)
             lines.append(f"| {label} | {pct:.1f} | {um:.3f} / {ux:.3f} | {wall:.1f} |")
             print(f"ablation {label}: {pct:.1f} %, util {um:.3f}/{ux:.3f}, {wall:.1f} s", flush=True)
+    if not a.quick:
+        lines += ["", "## What moves DR-bubble on 16×8×8 (tie random), one change at a time", "",
+                  "| change | % of eq. 2 (β link) | link util. mean / max | wall s |", "|---|---|---|---|",
+                  f"| none | {rows[('16x8x8', 'DR-bubble, tie random')]:.1f} | | |"]
+        for label, extra in DR_ABLATIONS:
+            pct, t, um, ux, wall, _ = run_case("16x8x8", f"dor-bubble:tie=random,seed={SEED}", 1, extra,
+                                            "randomized", a.m)
+            lines.append(f"| {label} | {pct:.1f} | {um:.3f} / {ux:.3f} | {wall:.1f} |")
+            print(f"DR ablation {label}: {pct:.1f} %, util {um:.3f}/{ux:.3f}, {wall:.1f} s", flush=True)
     lines += ["", "## Commands", "", "Each row is one call (Python; `from topocoll.schedules import generate`, "
               "`from topocoll.sim import EngineConfig, EngineOptions, Platform, make_network, simulate`, "
               "`from topocoll.sim.packet import PacketOptions`); % of eq. 2 = "
