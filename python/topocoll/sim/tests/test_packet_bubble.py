@@ -104,3 +104,9 @@ def test_dor_bubble_is_dimension_order_in_the_static_models():
         net = make_network("torus:4x4@bw=175MB/s", 16, routing=routing, order="identity")
         times.append(simulate(sched, Platform(alpha=0.0, network=net), model="flow").time)
     assert times[0] == times[1]
+
+
+def test_the_tie_seed_is_in_the_network_label():
+    net = make_network("torus:8", 8, routing="dor-bubble:tie=random,seed=5", order="identity")
+    assert "routing dor-bubble:tie=random,seed=5" in net.label
+    assert "tie=" not in make_network("torus:8", 8, routing="dor-bubble", order="identity").label
