@@ -197,7 +197,8 @@ def section(a) -> str:
             pct, t, um, ux, wall, _ = run_case("16x8x8", f"dor-bubble:tie=random,seed={SEED}", 1, extra,
                                             "randomized", a.m)
             lines.append(f"| {label} | {pct:.1f} | {um:.3f} / {ux:.3f} | {wall:.1f} |")
-            print(f"DR ablation {label}: {pct:.1f} %, util {um:.3f}/{ux:.3f}, {wall:.1f} s", file=sys.stderr, flush=True)
+            print(f"DR ablation {label}: {pct:.1f} %, util {um:.3f}/{ux:.3f}, {wall:.1f} s", file=sys.stderr,
+                  flush=True)
     lines += ["", "### Commands", "", "Each row is one call (Python; `from topocoll.schedules import generate`, "
               "`from topocoll.sim import EngineConfig, EngineOptions, Platform, make_network, simulate`, "
               "`from topocoll.sim.packet import PacketOptions`); % of eq. 2 = "

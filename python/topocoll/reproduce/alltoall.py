@@ -212,7 +212,8 @@ def run(out, *, quick: bool, progress=lambda what: None) -> Result:
                  "from eq. 3, eq. 4 and the TPS model with BG/L's constants; packet-level rows: `packet` with "
                  f"Blue Gene/L's endpoint (`nic=\"bgl\"`), {PACKET_M} B per destination ({PACKET_M_LARGE} B on "
                  f"1,024 nodes), AR `{PACKET_ROUTING['AR'][0]}` (3 VCs), DR `{PACKET_ROUTING['DR'][0]}` (dimension "
-                 "order on the one bubble VC), TPS adaptive with whole messages; their eq. 2 with the model's ping-pong "
+                 "order on the one bubble VC), TPS adaptive with whole messages; their eq. 2 with the model's "
+                 "ping-pong "
                  f"β, {packet_beta() * 1e9:.3f} ns/B (§2.1's method; module doc)",
                  quick=quick)
     sym, asym = {}, {}

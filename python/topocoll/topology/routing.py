@@ -74,7 +74,8 @@ STATIC_TIES = ("positive", "negative", "source-parity", "simgrid")
 #: ``EscapeTie``): always +, or a seeded draw per packet
 PER_PACKET_TIES = ("positive", "random")
 _OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "ugal": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
-            "adaptive": {"tie", "seed"}, "dor-bubble": {"tie", "seed"}, "ibroute": {"path", "strict"}, "up-down": {"roots"}}
+            "adaptive": {"tie", "seed"}, "dor-bubble": {"tie", "seed"}, "ibroute": {"path", "strict"},
+            "up-down": {"roots"}}
 
 
 @dataclass(frozen=True, eq=False)
