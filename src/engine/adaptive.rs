@@ -78,7 +78,9 @@ pub enum EscapeTie {
     /// Per packet, `+` or `−` by a draw from `(seed, packet)`; a packet
     /// draws the same way at every router, and after one hop along the tied
     /// dimension it is no longer a tie, so its escape route stays minimal
-    /// and in dimension order.
+    /// and in dimension order. (BG/L's endpoint places a message in the
+    /// injection FIFO of its `+`-tie first direction, `packet::bgl`; a packet
+    /// that draws `−` leaves that FIFO by the `−` link.)
     Random { seed: u64 },
 }
 
