@@ -19,7 +19,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::engine::adaptive::AdaptiveTorus;
+use crate::engine::adaptive::{AdaptiveTorus, Channels, EscapeTie};
 use crate::engine::config::{ModelConfig, RunConfig};
 use crate::engine::core::{Background, Costs, Rendezvous, Small, Sync};
 use crate::engine::fabric::{Ps, PS_PER_S};
@@ -354,11 +354,14 @@ enum Scheme {
         seed: u64,
         link_src: Vec<u32>,
     },
-    /// Minimal adaptive routing on a torus (VC 0 the escape channel).
+    /// Minimal adaptive routing on a torus (VC 0 the escape channel), or
+    /// its escape channel alone; the escape route's k/2 tie.
     AdaptiveTorus {
         k: Vec<u32>,
         wrap: Vec<bool>,
         link_src: Vec<u32>,
+        channels: Channels,
+        tie: EscapeTie,
     },
 }
 
@@ -389,11 +392,25 @@ impl<'py> FromPyObject<'py> for Scheme {
                 seed: ob.getattr("seed")?.extract()?,
                 link_src: array(ob, "link_src")?,
             },
-            "AdaptiveTorus" => Scheme::AdaptiveTorus {
-                k: ob.getattr("k")?.extract()?,
-                wrap: ob.getattr("wrap")?.extract()?,
-                link_src: array(ob, "link_src")?,
-            },
+            "AdaptiveTorus" => {
+                let channels: String = ob.getattr("channels")?.extract()?;
+                let tie_seed: Option<u64> = ob.getattr("tie_seed")?.extract()?;
+                Scheme::AdaptiveTorus {
+                    k: ob.getattr("k")?.extract()?,
+                    wrap: ob.getattr("wrap")?.extract()?,
+                    link_src: array(ob, "link_src")?,
+                    channels: match channels.as_str() {
+                        "adaptive" => Channels::Adaptive,
+                        "escape-only" => Channels::EscapeOnly,
+                        other => {
+                            return Err(PyValueError::new_err(format!(
+                                "AdaptiveTorus: channels={other:?}, expected 'adaptive' or 'escape-only'"
+                            )))
+                        }
+                    },
+                    tie: tie_seed.map_or(EscapeTie::Positive, |seed| EscapeTie::Random { seed }),
+                }
+            }
             other => {
                 return Err(PyValueError::new_err(format!(
                     "PacketWiring: scheme {other}, expected None, DimensionOrder, HopClasses, Ugal or AdaptiveTorus"
@@ -527,8 +544,15 @@ impl Packet {
                 cfg.hop_kind = hop_kind;
                 cfg.hop_classes = classes;
             }
-            Scheme::AdaptiveTorus { k, wrap, link_src } => {
-                cfg.adaptive = Some(AdaptiveTorus::new(&k, &wrap, &link_src, &link_dst)?);
+            Scheme::AdaptiveTorus {
+                k,
+                wrap,
+                link_src,
+                channels,
+                tie,
+            } => {
+                cfg.adaptive =
+                    Some(AdaptiveTorus::new(&k, &wrap, &link_src, &link_dst)?.with(channels, tie));
             }
         }
         Ok((cfg, link_dst))

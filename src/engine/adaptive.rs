@@ -20,6 +20,15 @@
 //!   dimension of size > 2) and so needs bubble flow control on the escape
 //!   channel when a packet enters it.
 //!
+//! [`Channels::EscapeOnly`] is the escape subnetwork alone: dimension order
+//! on one VC with bubble flow control, Blue Gene/L's *deterministic* routing
+//! (all-to-all paper §2: "For deterministic routing the packets have to be
+//! routed on the bubble normal VC"; no dateline, so one VC suffices).
+//! [`EscapeTie`] says which way the escape route goes on a `k/2` tie: always
+//! `+`, or per packet by a seeded draw (BG/L's software sets the direction
+//! hint bits of each packet; a fixed `+` loads the `+` links of an even ring
+//! `k/2 + …` packets more than the `−` links under all-to-all traffic).
+//!
 //! # Why it cannot deadlock (docs/simulator.md, "Adaptive routing")
 //! Duato ("A necessary and sufficient condition for deadlock-free adaptive
 //! routing in wormhole networks", IEEE TPDS 6(10), 1995; for virtual
@@ -41,6 +50,7 @@
 //! next router.
 
 use crate::error::CoreError;
+use crate::routing::graph::hash3;
 
 /// A link absent from the table (a mesh edge).
 pub const NO_LINK: u32 = u32::MAX;
@@ -48,10 +58,38 @@ pub const NO_LINK: u32 = u32::MAX;
 /// Most dimensions an adaptive torus may have (a direction fits a `u8`).
 pub const MAX_DIMS: usize = 16;
 
+/// Which channels a packet on an [`AdaptiveTorus`] may take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Channels {
+    /// Any productive link on a dynamic VC (1..vcs), or the escape VC 0.
+    #[default]
+    Adaptive,
+    /// The escape VC 0 alone: dimension order with bubble flow control
+    /// (BG/L's deterministic routing, module doc).
+    EscapeOnly,
+}
+
+/// The escape route's direction on a ring whose offset is exactly `k/2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EscapeTie {
+    /// Always the `+` direction.
+    #[default]
+    Positive,
+    /// Per packet, `+` or `−` by a draw from `(seed, packet)`; a packet
+    /// draws the same way at every router, and after one hop along the tied
+    /// dimension it is no longer a tie, so its escape route stays minimal
+    /// and in dimension order. (BG/L's endpoint places a message in the
+    /// injection FIFO of its `+`-tie first direction, `packet::bgl`; a packet
+    /// that draws `−` leaves that FIFO by the `−` link.)
+    Random { seed: u64 },
+}
+
 /// Geometry of a torus or mesh for adaptive routing: per node and direction
 /// its output link, per link its direction.
 #[derive(Clone, Debug)]
 pub struct AdaptiveTorus {
+    pub channels: Channels,
+    pub tie: EscapeTie,
     k: Vec<u32>,
     wrap: Vec<bool>,
     stride: Vec<u32>,
@@ -101,6 +139,8 @@ impl AdaptiveTorus {
             stride[d] = stride[d - 1] * k[d - 1];
         }
         let mut t = AdaptiveTorus {
+            channels: Channels::Adaptive,
+            tie: EscapeTie::Positive,
             k: k.to_vec(),
             wrap: wrap.to_vec(),
             stride,
@@ -202,13 +242,43 @@ impl AdaptiveTorus {
         }
     }
 
-    /// The dimension-order output of `at` toward `dst` (`at ≠ dst`).
+    /// The same geometry routing on `channels` with `tie`.
+    pub fn with(mut self, channels: Channels, tie: EscapeTie) -> Self {
+        self.channels = channels;
+        self.tie = tie;
+        self
+    }
+
+    /// The dimension-order output of `at` toward `dst` (`at ≠ dst`), `+` on
+    /// a `k/2` tie.
     pub fn escape(&self, at: u32, dst: u32) -> u32 {
+        self.escape_of(at, dst, None)
+    }
+
+    /// The escape output of packet `packet` (its sequence number) at `at`
+    /// toward `dst` under [`Self::tie`].
+    #[inline]
+    pub fn escape_for(&self, at: u32, dst: u32, packet: u64) -> u32 {
+        match self.tie {
+            EscapeTie::Positive => self.escape_of(at, dst, None),
+            EscapeTie::Random { seed } => {
+                self.escape_of(at, dst, Some(hash3(seed, packet, 0x71E, 0) & 1))
+            }
+        }
+    }
+
+    /// Dimension order; on a tie `+` (`None`) or the direction `s` given.
+    fn escape_of(&self, at: u32, dst: u32, tie: Option<u64>) -> u32 {
         let base = at as usize * 2 * self.k.len();
         for d in 0..self.k.len() {
             let (c, t) = (self.coord(at, d), self.coord(dst, d));
             if c != t {
-                return self.out[base + 2 * d + self.way(d, c, t).0];
+                let (s, is_tie) = self.way(d, c, t);
+                let s = match tie {
+                    Some(bit) if is_tie => bit as usize,
+                    _ => s,
+                };
+                return self.out[base + 2 * d + s];
             }
         }
         NO_LINK

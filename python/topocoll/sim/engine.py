@@ -35,6 +35,7 @@ from ..inputs import TEXT_BYTES, read_bytes
 from ..schedules.ir import Schedule
 from ..schedules.pattern import Pattern
 from .model import Estimate, Network, Platform, _positive, make_network
+from ..topology.routing import PER_PACKET_TIES
 from ..topology.torus import dimension_classes
 from .packet import PacketOptions
 from .wiring import AdaptiveTorus, DimensionOrder, HopClasses, PacketWiring, Ugal
@@ -656,12 +657,12 @@ class EngineConfig:
         pk, topo = self.options.packet, network.topology
         pk.check_state(topo.n_links)
         link_dst = np.ascontiguousarray(topo.dst, dtype=np.uint32)
-        if topo.family == "nodes" and network.router.name in ("adaptive", "ugal"):
+        if topo.family == "nodes" and network.router.name in ("adaptive", "dor-bubble", "ugal"):
             raise SpecError(f"packet model with routing {network.router.name} on {topo.spec}: chosen packet by "
                             "packet on the fabric alone, expected a static routing on a network with nodes "
                             "(dor, minimal, valiant, ...)")
-        if network.router.name == "adaptive" and topo.family == "torus":
-            return PacketWiring(link_dst, _adaptive_torus(topo, pk))
+        if network.router.name in ("adaptive", "dor-bubble") and topo.family == "torus":
+            return PacketWiring(link_dst, _adaptive_torus(topo, pk, network.router))
         fabric = topo.params["fabric"] if topo.family == "nodes" else topo
         if fabric.family == "dragonfly" and network.router.name in _DRAGONFLY_CLASSES:
             scheme = _dragonfly_hops(fabric, network.router, pk)
@@ -678,7 +679,9 @@ class EngineConfig:
         link_dim, dateline = dimension_classes(topo)
         if dateline.any() and pk.vcs < 2:
             raise SpecError(f"packet model on {topo.spec}: vcs={pk.vcs}, expected at least 2 on a torus (the "
-                            "dateline's second virtual channel keeps dimension-order routing deadlock free)")
+                            "dateline's second virtual channel keeps dimension-order routing deadlock free), or "
+                            "routing dor-bubble (dimension order on one VC with bubble flow control, Blue Gene/L's "
+                            "deterministic routing)")
         return PacketWiring(link_dst, DimensionOrder(np.ascontiguousarray(link_dim, np.uint8),
                                                      np.ascontiguousarray(dateline, bool)))
 
@@ -710,20 +713,33 @@ def _dragonfly_hops(topo, router, pk) -> HopClasses | Ugal:
     return HopClasses(kind, classes)
 
 
-def _adaptive_torus(topo, pk) -> AdaptiveTorus:
-    """Minimal adaptive routing packet by packet on a torus or mesh (Blue
-    Gene/L's, all-to-all paper §3.1): JSQ over the dynamic VCs 1..vcs−1 and a
-    dimension-order escape VC 0 with bubble flow control
-    (``src/engine/adaptive.rs``; docs/simulator.md, "Adaptive routing")."""
+def _adaptive_torus(topo, pk, router) -> AdaptiveTorus:
+    """Routing packet by packet on a torus or mesh (``src/engine/adaptive.rs``; docs/simulator.md,
+    "Adaptive routing"): ``adaptive`` is Blue Gene/L's minimal adaptive routing (all-to-all paper §3.1),
+    JSQ over the dynamic VCs 1..vcs−1 and a dimension-order escape VC 0 with bubble flow control;
+    ``dor-bubble`` is that escape VC alone on one VC, BG/L's deterministic routing ("for deterministic
+    routing the packets have to be routed on the bubble normal VC", §2). ``tie=random`` draws the escape
+    route's direction on a k/2 tie per packet from ``seed``."""
+    name = router.name
     rings = any(w and k > 2 for k, w in zip(topo.params["k"], topo.params["wrap"]))
-    if pk.vcs < 2:
+    if name == "adaptive" and pk.vcs < 2:
         raise SpecError(f"packet model with adaptive routing on {topo.spec}: vcs={pk.vcs}, expected at least 2 "
-                        "(VC 0 is the dimension-order escape channel, the others are dynamic)")
+                        "(VC 0 is the dimension-order escape channel, the others are dynamic); with one VC, "
+                        "routing dor-bubble is that escape channel alone")
+    if name == "dor-bubble" and pk.vcs != 1:
+        raise SpecError(f"packet model with routing dor-bubble on {topo.spec}: vcs={pk.vcs}, expected 1 (Blue "
+                        "Gene/L's deterministic routing uses its bubble VC alone, all-to-all paper §2)")
     if rings and pk.buffer_packets < 2:
-        raise SpecError(f"packet model with adaptive routing on {topo.spec}: buffer_packets={pk.buffer_packets}, "
+        raise SpecError(f"packet model with routing {name} on {topo.spec}: buffer_packets={pk.buffer_packets}, "
                         "expected at least 2 (the escape channel's bubble keeps one packet slot free in every ring)")
+    tie = router.options.get("tie", "positive")
+    if tie not in PER_PACKET_TIES:
+        raise SpecError(f"packet model with routing {name}: tie={tie!r}, expected {' or '.join(PER_PACKET_TIES)} "
+                        "(the escape channel's k/2 tie, decided per packet)")
     return AdaptiveTorus(tuple(int(k) for k in topo.params["k"]), tuple(bool(w) for w in topo.params["wrap"]),
-                         np.ascontiguousarray(topo.src, dtype=np.uint32))
+                         np.ascontiguousarray(topo.src, dtype=np.uint32),
+                         channels="escape-only" if name == "dor-bubble" else "adaptive",
+                         tie_seed=int(router.options.get("seed", 0)) if tie == "random" else None)
 
 
 def simulate(source, platform: Platform = Platform(), config: EngineConfig | None = None, *,

@@ -107,7 +107,9 @@ def make_network(topology: str, ranks: int, *, routing: str | None = None, order
     placed = node_order(topo, order, seed=seed, n_ranks=ranks, rail=rail)
     size = (f"{topo.params['fabric'].n_endpoints} hosts x {topo.params['nodes'].ppn} ranks"
             if topo.family == "nodes" else f"{topo.n_endpoints} endpoints")
-    label = (f"{topo.spec} ({size}), routing {router.name}, order {order}"
+    # a per-packet tie draw is a random choice: its seed goes in the label
+    tie = (f":tie=random,seed={router.options.get('seed', 0)}" if router.options.get("tie") == "random" else "")
+    label = (f"{topo.spec} ({size}), routing {router.name}{tie}, order {order}"
              + (f" (seed {seed})" if order == "random" else "") + (f", rail {rail}" if rail else ""))
     return Network(router, np.asarray(placed, dtype=np.int64), label)
 

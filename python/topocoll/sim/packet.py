@@ -14,7 +14,10 @@ paper describes, and says which:
   header 12, invariant CRC 4 and variant CRC 2 (IBTA Vol. 1 §5.2, §7.8);
 - ``vcs`` 2: the fewest that make dimension-order routing on a torus ring
   deadlock free with a dateline (Dally & Seitz 1987); InfiniBand switches
-  have up to 15 data VLs, BG/L's torus router 4 VCs (all-to-all paper §2);
+  have up to 15 data VLs, BG/L's torus router 4 VCs (all-to-all paper §2).
+  Routing ``dor-bubble`` needs exactly 1 (dimension order on BG/L's bubble
+  VC, no dateline), ``adaptive`` at least 2 (BG/L: 3, two dynamic and the
+  bubble escape VC);
 - ``buffer_packets`` 8 per VC and input port: 16 KiB at the default MTU.
   Vendors of shared-buffer InfiniBand switches publish no per-VL credit
   allocation, so this is an assumption; the benchmarks vary it;

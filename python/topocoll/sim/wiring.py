@@ -15,7 +15,9 @@ UGAL without its dragonfly) cannot be built:
   plus the dragonfly's geometry and the seed of its Valiant choices;
 - :class:`AdaptiveTorus`: minimal adaptive routing packet by packet on a
   torus or mesh (Blue Gene/L's, all-to-all paper §3.1), VC 0 the
-  dimension-order escape channel.
+  dimension-order escape channel with bubble flow control; with
+  ``channels="escape-only"`` that escape channel alone, on one VC: BG/L's
+  deterministic routing (routing ``dor-bubble``, §2).
 
 Beside the scheme, ``nic_torus`` gives Blue Gene/L's endpoint (``nic="bgl"``)
 the torus geometry it places packets into injection FIFOs by.
@@ -63,6 +65,11 @@ class AdaptiveTorus:
     k: tuple[int, ...]
     wrap: tuple[bool, ...]
     link_src: np.ndarray
+    #: "adaptive" (dynamic VCs 1.. and the escape VC 0) or "escape-only"
+    #: (dimension order with bubble flow control on VC 0 alone)
+    channels: str = "adaptive"
+    #: the escape route's k/2 tie: None always +, else drawn per packet from this seed
+    tie_seed: int | None = None
 
 
 @dataclass(frozen=True)

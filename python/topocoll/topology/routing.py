@@ -16,6 +16,13 @@ torus / mesh       ``dor`` (default)      dimension order (``order='xyz'``), sho
                                           except k/2 -> 0, which goes -)
                    ``shortest``           ``dor`` with ``tie='source-parity'``
                    ``adaptive``           even flow split over the minimal dimension orders
+                                          (packet model: JSQ over the dynamic VCs, a
+                                          dimension-order escape VC with bubble flow
+                                          control)
+                   ``dor-bubble``         dimension order on one VC with bubble flow
+                                          control, no dateline (Blue Gene/L's
+                                          deterministic routing, all-to-all paper §2);
+                                          ``dor`` in the static models
 dragonfly          ``minimal`` (default)  local-global-local
                    ``valiant``            via a random intermediate group (seeded;
                                           needs g >= 3 groups)
@@ -56,13 +63,19 @@ __all__ = ["Router", "make_router", "route", "routing_order", "ENGINES", "parse_
 
 ENGINES = {
     "xgft": ("d-mod-k", "ftree", "random", "min-hop", "up-down"),
-    "torus": ("dor", "shortest", "adaptive"),
+    "torus": ("dor", "shortest", "adaptive", "dor-bubble"),
     "dragonfly": ("minimal", "valiant", "ugal", "min-hop", "up-down"),
     "ibnet": ("min-hop", "ftree", "up-down", "ibroute"),
     "graph": ("table", "min-hop", "up-down"),
 }
+#: k/2 tie rules of static torus routes
+STATIC_TIES = ("positive", "negative", "source-parity", "simgrid")
+#: k/2 tie rules of the escape channel the packet model routes per packet (``src/engine/adaptive.rs``,
+#: ``EscapeTie``): always +, or a seeded draw per packet
+PER_PACKET_TIES = ("positive", "random")
 _OPTIONS = {"random": {"seed"}, "valiant": {"seed"}, "ugal": {"seed"}, "dor": {"order", "tie"}, "shortest": {"order"},
-            "adaptive": {"tie"}, "ibroute": {"path", "strict"}, "up-down": {"roots"}}
+            "adaptive": {"tie", "seed"}, "dor-bubble": {"tie", "seed"}, "ibroute": {"path", "strict"},
+            "up-down": {"roots"}}
 
 
 @dataclass(frozen=True, eq=False)
@@ -270,7 +283,8 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
         Engine name (see the module docstring); the family's default if
         omitted. ``'NAME:key=value,...'`` is accepted too.
     **options
-        ``seed`` (random, valiant), ``order`` and ``tie`` (dor), ``path``
+        ``seed`` (random, valiant; adaptive and dor-bubble with ``tie=random``:
+        the per-packet draw of the k/2 tie), ``order`` and ``tie`` (dor), ``path``
         (ibroute: a directory of dumps), ``strict`` (ibroute: fail on the
         first defective dump instead of skipping that switch with a warning
         in ``Router.warnings``), ``roots`` (up-down: node ids).
@@ -331,9 +345,18 @@ def make_router(topology: Topology, name: str | None = None, **options) -> Route
             k, wrap = t.params["k"], t.params["wrap"]
             order = _dim_order(options.get("order", "xyzwuv"[:len(k)] if len(k) <= 6 else list(range(len(k)))), len(k))
             tie = options.get("tie", "source-parity" if name == "shortest" else "positive")
-            if tie not in ("positive", "negative", "source-parity", "simgrid"):
-                raise SpecError(f"routing {name!r}: tie={tie!r}, expected positive, negative, source-parity or simgrid")
-            engine = _core.RoutingEngine.torus(t.src, t.dst, list(k), list(wrap), order, tie, name == "adaptive")
+            ties = PER_PACKET_TIES if name == "dor-bubble" else STATIC_TIES + (
+                ("random",) if name == "adaptive" else ())
+            if tie not in ties:
+                raise SpecError(f"routing {name!r}: tie={tie!r}, expected {', '.join(ties)}")
+            if "seed" in options and tie != "random":
+                raise SpecError(f"routing {name!r}: seed={options['seed']!r} with tie={tie!r}, expected a seed "
+                                "only with tie=random (a draw per packet)")
+            # tie=random is drawn per packet by the packet model; a static view (flow) splits by source
+            # parity, the per-flow rule that balances the two directions as the draws do on average
+            static_tie = "source-parity" if tie == "random" else tie
+            engine = _core.RoutingEngine.torus(t.src, t.dst, list(k), list(wrap), order, static_tie,
+                                               name == "adaptive")
         elif fam == "dragonfly" and name in ("minimal", "valiant", "ugal"):
             P = t.params
             if name in ("valiant", "ugal") and P["g"] < 3:

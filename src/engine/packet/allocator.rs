@@ -3,6 +3,7 @@
 //! packet's virtual cut-through timing on its next link.
 
 use super::*;
+use crate::engine::adaptive::Channels;
 use crate::engine::fabric::ceil_ps;
 
 /// A packet requesting an output link, with what a round-robin allocator
@@ -135,7 +136,9 @@ impl PacketFabric {
         }
         self.port_busy.insert(r.port);
         let mut vc = r.vc as usize;
-        if self.cfg.adaptive.is_some() {
+        // An adaptive packet made two requests (the escape VC alone: one).
+        let adaptive = self.cfg.adaptive.as_ref();
+        if adaptive.is_some_and(|a| a.channels == Channels::Adaptive) {
             if r.vc == ANY_DYNAMIC {
                 let base = o * self.vcs;
                 vc = (1..self.vcs)

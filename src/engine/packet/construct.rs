@@ -3,6 +3,7 @@
 //! port tables and an event queue sized for the network's delays.
 
 use super::*;
+use crate::engine::adaptive::Channels;
 use crate::engine::fabric::{ceil_ps, Links, PS_PER_S};
 use crate::error::CoreError;
 
@@ -67,7 +68,7 @@ fn check_datelines(n: usize, cfg: &PacketConfig) -> Result<bool, CoreError> {
         }
         if cfg.vcs < 2 {
             return bad(format!(
-                "vcs={} with a dateline, expected at least 2 (one per VC class)",
+                "vcs={} with a dateline, expected at least 2 (one per VC class), or dimension order with bubble flow control on one VC (routing dor-bubble)",
                 cfg.vcs
             ));
         }
@@ -92,15 +93,27 @@ fn check_adaptive(n: usize, cfg: &PacketConfig, any_dateline: bool) -> Result<()
             "adaptive routing with datelines, expected one escape scheme (the bubble)".into(),
         );
     }
-    if cfg.vcs < 2 {
-        return bad(format!(
-            "vcs={} with adaptive routing, expected at least 2 (VC 0 the escape channel, the others dynamic)",
-            cfg.vcs
-        ));
-    }
+    let what = match a.channels {
+        Channels::Adaptive if cfg.vcs < 2 => {
+            return bad(format!(
+                "vcs={} with adaptive routing, expected at least 2 (VC 0 the escape channel, the others dynamic; \
+                 one VC is dimension order with bubble flow control, routing dor-bubble)",
+                cfg.vcs
+            ))
+        }
+        Channels::EscapeOnly if cfg.vcs != 1 => {
+            return bad(format!(
+                "vcs={} with dimension order on the bubble VC, expected 1 (BG/L's deterministic routing uses \
+                 its bubble VC alone, all-to-all paper §2)",
+                cfg.vcs
+            ))
+        }
+        Channels::Adaptive => "adaptive routing",
+        Channels::EscapeOnly => "dimension order on the bubble VC",
+    };
     if a.has_rings() && cfg.buffer_packets < 2 {
         return bad(format!(
-            "buffer_packets={} with adaptive routing on a torus, expected at least 2 (the escape channel's bubble)",
+            "buffer_packets={} with {what} on a torus, expected at least 2 (the escape channel's bubble)",
             cfg.buffer_packets
         ));
     }
@@ -532,6 +545,24 @@ mod tests {
             .to_string()
         };
         assert!(bad(adaptive_cfg(&t, 1, 2)).contains("vcs=1 with adaptive routing"));
+        assert!(bad(adaptive_cfg(&t, 1, 2)).contains("routing dor-bubble"));
+        // The escape VC alone (BG/L's deterministic routing): one VC, depth 2.
+        let bubble = |vcs, depth| {
+            let mut cfg = adaptive_cfg(&t, vcs, depth);
+            cfg.adaptive = cfg.adaptive.map(|a| {
+                a.with(
+                    crate::engine::adaptive::Channels::EscapeOnly,
+                    crate::engine::adaptive::EscapeTie::Positive,
+                )
+            });
+            cfg
+        };
+        assert!(
+            bad(bubble(2, 2)).contains("vcs=2 with dimension order on the bubble VC, expected 1")
+        );
+        assert!(
+            bad(bubble(1, 1)).contains("buffer_packets=1 with dimension order on the bubble VC")
+        );
         assert!(bad(adaptive_cfg(&t, 2, 1)).contains("buffer_packets=1 with adaptive routing"));
         let both = PacketConfig {
             link_dim: dims,

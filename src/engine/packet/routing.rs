@@ -3,6 +3,7 @@
 //! of the routes of messages in flight.
 
 use super::*;
+use crate::engine::adaptive::Channels;
 use crate::engine::ugal;
 
 impl PacketFabric {
@@ -42,7 +43,9 @@ impl PacketFabric {
     /// most free dynamic-VC credits (JSQ; ties rotate by packet) on any
     /// dynamic VC, and its dimension-order link on the escape VC 0, needing
     /// two credits when it enters a ring's escape channel (the bubble). The
-    /// first granted wins; the other is withdrawn.
+    /// first granted wins; the other is withdrawn. With
+    /// [`Channels::EscapeOnly`] the escape request alone (BG/L's
+    /// deterministic routing).
     pub(super) fn request_adaptive(&mut self, p: u32) {
         let a = self.cfg.adaptive.as_ref().expect("adaptive");
         let pk = self.packets[p as usize];
@@ -57,14 +60,28 @@ impl PacketFabric {
             self.links[pk.port as usize].dst
         };
         let dst = pk.route;
+        let esc = a.escape_for(at, dst, pk.seq);
+        debug_assert!(esc != NONE, "a packet at its destination");
+        let stay = pk.class == 1 && pk.dim == a.dir(esc);
+        let need = if a.bubble(esc) && !stay { 2 } else { 1 };
+        if a.channels == Channels::EscapeOnly {
+            // BG/L's deterministic routing: the escape request alone.
+            let pkm = &mut self.packets[p as usize];
+            pkm.next_link = esc;
+            pkm.hop = esc;
+            self.links[esc as usize].req.push(Req {
+                pkt: p,
+                queue: pk.queue,
+                port: pk.port,
+                vc: 0,
+                need,
+            });
+            return self.mark_dirty(esc);
+        }
         let mut cands = std::mem::take(&mut self.scratch);
         cands.clear();
         a.productive(at, dst, &mut cands);
-        let esc = a.escape(at, dst);
-        debug_assert!(
-            !cands.is_empty() && esc != NONE,
-            "a packet at its destination"
-        );
+        debug_assert!(!cands.is_empty(), "a packet at its destination");
         let start = (pk.seq % cands.len() as u64) as usize;
         let (mut dynamic, mut most) = (cands[start], 0);
         for i in 0..cands.len() {
@@ -78,8 +95,6 @@ impl PacketFabric {
                 (dynamic, most) = (o, free);
             }
         }
-        let stay = pk.class == 1 && pk.dim == a.dir(esc);
-        let need = if a.bubble(esc) && !stay { 2 } else { 1 };
         self.scratch = cands;
         let pkm = &mut self.packets[p as usize];
         pkm.next_link = dynamic;
@@ -174,6 +189,7 @@ impl PacketFabric {
 mod tests {
     use super::super::testkit::*;
     use super::super::*;
+    use crate::engine::adaptive::{Channels, EscapeTie};
 
     #[test]
     fn adaptive_routing_completes_heavy_uniform_traffic_on_minimal_routes() {
@@ -213,6 +229,102 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `adaptive_cfg` routing on the escape VC alone (BG/L's deterministic
+    /// routing) with `tie`, one VC.
+    fn bubble_cfg(t: &Torus, depth: u32, tie: EscapeTie) -> PacketConfig {
+        let mut cfg = adaptive_cfg(t, 1, depth);
+        cfg.adaptive = cfg.adaptive.map(|a| a.with(Channels::EscapeOnly, tie));
+        cfg
+    }
+
+    #[test]
+    fn dimension_order_on_one_bubble_vc_completes_full_load_on_rings() {
+        // An 8-ring and a 4×4 torus, ONE VC of depth 2 (datelines would need
+        // two), every node sending at once: with bubble flow control nothing
+        // deadlocks and every message arrives. With `+` on ties every link
+        // carries exactly the bytes of the static dimension-order routes
+        // (so the escape channel is dimension order); with random ties the
+        // packets still take minimal routes (packet-hops = Σ distances).
+        for (k, per_node) in [(vec![8u64], 60u32), (vec![4, 4], 40)] {
+            let (t, net, _, _) = torus_net(&k);
+            let n = t.n_nodes() as u32;
+            let mut sends = uniform_torus_sends(&t, n, per_node, 3 * 256, 5);
+            for s in &mut sends {
+                s.t = 0;
+            }
+            let hops: u64 = sends
+                .iter()
+                .map(|s| 3 * torus_distance(&k, s.src as u64, s.dst as u64))
+                .sum();
+            let mut dor = vec![0.0; net.bw.len()];
+            for s in &sends {
+                for &l in &s.route {
+                    dor[l as usize] += (3 * (256 + 32)) as f64;
+                }
+            }
+            for tie in [EscapeTie::Positive, EscapeTie::Random { seed: 3 }] {
+                let mut f = net.fabric(bubble_cfg(&t, 2, tie));
+                let out = drive(&mut f, &sends);
+                assert_eq!(out.len(), sends.len(), "{k:?} {tie:?}: {:?}", f.stalled());
+                assert_eq!(f.packet_hops(), hops, "{k:?} {tie:?}");
+                if tie == EscapeTie::Positive {
+                    assert_eq!(f.link_bytes(), &dor[..], "{k:?}");
+                }
+                assert_within_depth(&f);
+            }
+        }
+    }
+
+    #[test]
+    fn a_random_tie_splits_the_half_ring_both_ways() {
+        // 8-ring, node i sends 64 packets to i + 4 (a k/2 tie): with `+` on
+        // ties the − links carry nothing; a per-packet draw (seeded) sends
+        // each direction 40–60 % of the bytes, the same bytes for the same seed.
+        let (t, net, _, _) = torus_net(&[8]);
+        let sends: Vec<Send> = (0..8u32)
+            .map(|i| {
+                let mut route = vec![];
+                t.dor_into(
+                    &[0],
+                    Tie::Positive,
+                    i as u64,
+                    (i as u64 + 4) % 8,
+                    &mut route,
+                );
+                Send {
+                    src: i,
+                    ..send(0, i, (i + 4) % 8, 64 * 256, &route)
+                }
+            })
+            .collect();
+        let geo = bubble_cfg(&t, 2, EscapeTie::Positive).adaptive.unwrap();
+        let plus = |f: &PacketFabric| -> (f64, f64) {
+            let mut b = (0.0, 0.0);
+            for (l, &x) in f.link_bytes().iter().enumerate() {
+                if geo.dir(l as u32) % 2 == 0 {
+                    b.0 += x
+                } else {
+                    b.1 += x
+                }
+            }
+            b
+        };
+        let mut f = net.fabric(bubble_cfg(&t, 2, EscapeTie::Positive));
+        assert_eq!(drive(&mut f, &sends).len(), 8);
+        let (p, m) = plus(&f);
+        assert!(p > 0.0 && m == 0.0, "+ {p} − {m}");
+        let run = |seed| {
+            let mut f = net.fabric(bubble_cfg(&t, 2, EscapeTie::Random { seed }));
+            assert_eq!(drive(&mut f, &sends).len(), 8, "{:?}", f.stalled());
+            (plus(&f), f.link_bytes().to_vec())
+        };
+        let ((p, m), bytes) = run(9);
+        let share = p / (p + m);
+        assert!((0.4..0.6).contains(&share), "+ share {share}");
+        assert_eq!(run(9).1, bytes);
+        assert_ne!(run(10).1, bytes);
     }
 
     #[test]
