@@ -803,6 +803,13 @@ def _relaunch(args) -> int:
 def cmd_calibrate(args) -> int:
     """The verb: relaunch under mpiexec, or measure, print and write (or,
     with ``--from-osu``, read OSU results: :func:`cmd_from_osu`)."""
+    # --check PROFILE: compare a profile's kept collectives with predictions (topocoll.mpi.osu_check)
+    from .osu_check import cmd_check, refuse_check_options
+    if getattr(args, "check_profile", None) is not None:
+        return cmd_check(args)
+    refuse_check_options(args)
+    if getattr(args, "output", None) is None:
+        raise SpecError("calibrate needs -o FILE (where to write the profile), or --check PROFILE")
     if getattr(args, "from_osu", None):
         return cmd_from_osu(args)
     if getattr(args, "local", None):
@@ -890,7 +897,7 @@ def _load_warning(meta: dict) -> list[str]:
 def _add_arguments(p) -> None:
     from ..argtypes import positive_int, seed
 
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the profile (JSON)")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write the profile (JSON); required unless --check")
     p.add_argument("--quick", action="store_true",
                    help="few sizes and repetitions (about a second; for tests, not for predictions)")
     p.add_argument("--reps", type=positive_int, default=None,
@@ -903,6 +910,8 @@ def _add_arguments(p) -> None:
     p.add_argument("--local", metavar="PROFILE",
                    help="with --from-osu: a profile from `topocoll calibrate` on a compute node, whose γ, copy "
                         "and over throughputs are kept (OSU output has none)")
+    from .osu_check import add_check_arguments   # --check PROFILE (topocoll.mpi.osu_check)
+    add_check_arguments(p)
 
 
 def add_calibrate_parser(sub) -> None:

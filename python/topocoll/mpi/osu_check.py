@@ -147,12 +147,12 @@ def nic_bandwidth(profile: MachineProfile) -> float:
     return best if best > 0 else 1.0 / (level.beta or profile.beta)
 
 
-def default_network(profile: MachineProfile, p: int, ppn: int | None) -> tuple[str, list]:
+def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_latency: float = 0.0) -> tuple[str, list]:
     """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host (module doc),
-    and the notes on what it assumes."""
+    and the notes on what it assumes; ``link_latency`` (s) replaces ``lat=0us`` on the fabric's links."""
     ppn = ppn or 1
     hosts = -(-p // ppn)
-    spec = f"crossbar:{hosts}@bw={_spec_value('bw', nic_bandwidth(profile))},lat=0us"
+    spec = f"crossbar:{hosts}@bw={_spec_value('bw', nic_bandwidth(profile))},lat={_spec_value('lat', link_latency)}"
     notes = []
     if ppn > 1:
         node = profile.node_options()
@@ -241,15 +241,25 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
             raise SpecError(f"check: kept collective {benchmark!r} on p={p!r}, expected osu_allreduce or "
                             "osu_alltoall on p >= 2 ranks")
         collective = COLLECTIVES[benchmark]
+        run_costs = costs
         if network is None:
-            spec, why = default_network(profile, p, ppn)
+            link_latency = 0.0
+            if model == "flow":
+                # the flow model charges a message its route's link latencies and no LogGOPS L
+                # (src/engine/flow.rs: arrival at t_done + Σ latency of the route), so the profile's L
+                # goes onto the fabric: half on each of a crossbar route's two links (host → switch → host)
+                link_latency, run_costs = costs.L / 2, replace(costs, L=0.0)
+            spec, why = default_network(profile, p, ppn, link_latency=link_latency)
             notes += [n for n in why if n not in notes]
         else:
             spec = network
+            if model == "flow":
+                why = "the flow model charges no LogGOPS L: the given network's link latencies are a message's whole latency"
+                notes += [why] if why not in notes else []
         networks[benchmark] = spec
         shared = bool(ppn and ppn > 1)
-        platform = costs.platform(model=model, network=make_network(spec, p), layer="mpi")
-        options = costs.engine_options(layer="mpi", shared_nic=shared)
+        platform = run_costs.platform(model=model, network=make_network(spec, p), layer="mpi")
+        options = run_costs.engine_options(layer="mpi", shared_nic=shared)
         if "rendezvous" in mechanisms:
             options = apply_preset(options, "mpi", keep=("eager",) if profile.eager is not None else ())
         config = EngineConfig(model, options)
