@@ -145,3 +145,15 @@ def test_cli_misuse_is_one_line_exit_2(tmp_path, argv, expected):
     proc = _topocoll("calibrate", *[a.format(p=path) for a in argv])
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(err) == 1 and expected in err[0], proc.stderr
+
+
+def test_overhead_keeps_a_lone_intra_node_message_at_its_measured_alpha():
+    # two ranks on one node: the intra-node α (1 µs) is o_s + lat + o_r with the overheads on
+    intra = LevelCosts(alpha=1e-6, beta=1e-10)
+    level = LevelCosts(alpha=ALPHA, beta=BETA, message_rate=4e6, message_rate_pairs=1)   # o = 0.25 µs
+    meta = dict(collectives=[dict(benchmark="osu_alltoall", p=2, ppn=2, points=[[8, 4e-6]])])
+    prof = MachineProfile(alpha=ALPHA, beta=BETA, reduce_bandwidth=4e9, L=ALPHA, G=BETA, meta=meta,
+                          levels={"inter": level, "intra": intra})
+    plain, with_o = check(prof).points[0].predicted, check(prof, mechanisms=["overhead"]).points[0].predicted
+    assert plain == pytest.approx(1e-6 + 8 * 1e-10, rel=1e-3)
+    assert with_o == pytest.approx(plain, rel=1e-6)

@@ -175,7 +175,13 @@ def _with_mechanisms(profile: MachineProfile, mechanisms) -> MachineProfile:
     if 2 * o > profile.L:
         raise SpecError(f"check: mechanism 'overhead' gives o = {o * 1e6:.3g} µs per side, more than half the "
                         f"profile's L = {profile.L * 1e6:.3g} µs, expected a lone message to keep its latency")
-    return replace(profile, o_send=o, o_recv=o, L=profile.L - 2 * o)
+    levels = dict(profile.levels)
+    intra = levels.get("intra")
+    if intra is not None and intra.beta > 0:
+        # the intra-node osu_latency's α holds the same two overheads: the node's lat keeps the rest,
+        # so a lone message within a node still costs what OSU measured there
+        levels["intra"] = replace(intra, alpha=max(0.0, intra.alpha - 2 * o))
+    return replace(profile, o_send=o, o_recv=o, L=profile.L - 2 * o, levels=levels)
 
 
 def _check_mechanisms(mechanisms) -> tuple:
@@ -249,7 +255,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
                 # (src/engine/flow.rs: arrival at t_done + Σ latency of the route), so the profile's L
                 # goes onto the fabric: half on each of a crossbar route's two links (host → switch → host)
                 link_latency, run_costs = costs.L / 2, replace(costs, L=0.0)
-            spec, why = default_network(profile, p, ppn, link_latency=link_latency)
+            spec, why = default_network(costs, p, ppn, link_latency=link_latency)
             notes += [n for n in why if n not in notes]
         else:
             spec = network
