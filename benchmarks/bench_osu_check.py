@@ -29,13 +29,13 @@ COMMAND = ".venv/bin/python benchmarks/run.py --only osu_check"
 DATA = ROOT / "out" / "alaska"
 FILES = ("inter:osu_latency.txt", "inter:osu_bw.txt", "inter:osu_bibw.txt", "inter:osu_mbw_mr_16pairs.txt",
          "p=64,ppn=32:osu_allreduce_64.txt", "p=64,ppn=32:osu_alltoall_64.txt")
-LIBRARIES = ("openmpi-5.0", "mpich-5.0")
+LIBRARIES = ("openmpi-4.0", "openmpi-5.0", "mpich-5.0")
 MODELS = ("loggops", "flow")
 STEPS = ((), ("overhead",), ("rendezvous",), ("overhead", "rendezvous"))
 #: the per-size columns: (library, model, mechanisms)
 COLUMNS = (("openmpi-5.0", "loggops", ()), ("openmpi-5.0", "loggops", ("overhead",)),
-           ("openmpi-5.0", "loggops", ("overhead", "rendezvous")), ("openmpi-5.0", "flow", ()),
-           ("openmpi-5.0", "flow", ("overhead",)))
+           ("openmpi-4.0", "loggops", ()), ("openmpi-4.0", "loggops", ("overhead",)),
+           ("openmpi-4.0", "loggops", ("overhead", "rendezvous")), ("openmpi-4.0", "flow", ("overhead",)))
 
 
 def _profile():
@@ -83,8 +83,8 @@ def run() -> str:
         "",
         "Cluster `alaska` (ExCALIBUR; Open MPI 4.0.3 over UCX, EDR InfiniBand, OMB 5.6.2), osu_allreduce and "
         "osu_alltoall on 64 ranks, 32 per node. Predicted from the point-to-point files alone: the library's "
-        "default algorithm at each P and size (Open MPI 5.0 / MPICH 5.0 rules: the cluster ran Open MPI 4.0.3, "
-        "whose rules are not emulated) simulated on `" + results[COLUMNS[0]].networks["osu_alltoall"] + "`. "
+        "default algorithm at each P and size (Open MPI 4.0's fixed rules, the ones the cluster's 4.0.3 has, "
+        "`topocoll.mpi.osu_check.openmpi40_default`; Open MPI 5.0's and MPICH 5.0's for comparison) simulated on `" + results[COLUMNS[0]].networks["osu_alltoall"] + "`. "
         "Ratio = predicted / measured (below 1: the model is too fast).",
         "",
         "Summary: median ratio (range), sizes within 1.5× / sizes.",
@@ -99,22 +99,22 @@ def run() -> str:
                 "collectives):", ""]
     out += [f"- `{name}`: {text}" for name, text in MECHANISMS.items()]
     for benchmark in ("osu_allreduce", "osu_alltoall"):
-        head = " | ".join(f"{lib.split('-')[0]} {model} {_label(mech)}" for lib, model, mech in COLUMNS)
-        out += ["", f"Every size of {benchmark} (µs; predicted and ratio per setting; the algorithm is Open "
-                    "MPI 5.0's):", "",
-                f"| size (B) | measured | {head} | Open MPI 5.0 algorithm |",
-                "|---:|---:|" + "---:|" * len(COLUMNS) + "---|"]
+        head = " | ".join(f"{lib} {model} {_label(mech)}" for lib, model, mech in COLUMNS)
+        out += ["", f"Every size of {benchmark} (µs; predicted and ratio per setting):", "",
+                f"| size (B) | measured | {head} | Open MPI 5.0 algorithm | Open MPI 4.0 algorithm |",
+                "|---:|---:|" + "---:|" * len(COLUMNS) + "---|---|"]
         series = [[p for p in results[c].points if p.benchmark == benchmark] for c in COLUMNS]
         for row in zip(*series):
             cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" for p in row)
-            out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} |")
+            out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} | "
+                       f"{row[2].choice} |")
     # sensitivity (not a prediction): two copies per byte through a shared buffer halve a rank's copy bandwidth,
     # and each copy reads and writes, so the node's memory carries 4 bytes per byte moved; the base values are
     # topocoll's node defaults, not this cluster's (it publishes none)
     base, _ = default_network(profile, 64, 32)
     spec = base + ",bw=5GB/s,mem=25GB/s"
-    sens = check(profile, model="loggops", network=spec, mechanisms=("overhead",))
-    out += ["", f"Sensitivity, not a prediction (node values assumed, not measured): Open MPI 5.0, loggops, overhead, "
+    sens = check(profile, library="openmpi-4.0", model="loggops", network=spec, mechanisms=("overhead",))
+    out += ["", f"Sensitivity, not a prediction (node values assumed, not measured): Open MPI 4.0, loggops, overhead, "
                 f"on `{spec}` (the node defaults' copy bandwidth halved, two copies per byte; memory bandwidth "
                 "quartered, each copy a read and a write): "
                 f"osu_allreduce {_summary_cell(sens.summary('osu_allreduce'))}, "

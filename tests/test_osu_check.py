@@ -11,7 +11,7 @@ import pytest
 
 from topocoll.errors import SpecError
 from topocoll.mpi.calibrate import profile_from_osu
-from topocoll.mpi.osu_check import WITHIN, CheckPoint, OsuCheck, check, format_check
+from topocoll.mpi.osu_check import WITHIN, CheckPoint, OsuCheck, check, format_check, openmpi40_default
 from topocoll.sim.profile import LevelCosts, MachineProfile, save_profile
 from topocoll.tune.libdefaults import library_default
 
@@ -97,7 +97,7 @@ def test_overhead_keeps_a_lone_message_and_loads_the_cpu_of_many():
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    (dict(library="intelmpi"), "library 'intelmpi', expected one of openmpi-5.0, mpich-5.0"),
+    (dict(library="intelmpi"), "library 'intelmpi', expected one of openmpi-5.0, mpich-5.0, openmpi-4.0"),
     (dict(model="packet"), "model 'packet', expected one of loggops, flow"),
     (dict(mechanisms=["shm"]), "mechanism 'shm', expected one of overhead, rendezvous"),
     (dict(mechanisms=["overhead"]), "mechanism 'overhead' needs the network level's osu_mbw_mr"),
@@ -157,3 +157,23 @@ def test_overhead_keeps_a_lone_intra_node_message_at_its_measured_alpha():
     plain, with_o = check(prof).points[0].predicted, check(prof, mechanisms=["overhead"]).points[0].predicted
     assert plain == pytest.approx(1e-6 + 8 * 1e-10, rel=1e-3)
     assert with_o == pytest.approx(plain, rel=1e-6)
+
+
+@pytest.mark.parametrize("collective, p, size, algorithm", [
+    # coll_tuned_decision_fixed.c before 4.1: allreduce below 10000 B recursive doubling, then the ring
+    # (segmented above P · 1 MiB); alltoall Bruck below 200 B per peer on more than 12 ranks, basic linear
+    # below 3000 B, then pairwise; two ranks two_procs
+    ("allreduce", 64, 9996, "recursivedoubling"), ("allreduce", 64, 10000, "ring"),
+    ("allreduce", 4, 8 << 20, "ring_segmented"), ("allreduce", 4096, 4 * 4096, "nonoverlapping"),
+    ("alltoall", 64, 199, "bruck"), ("alltoall", 64, 200, "basic_linear"), ("alltoall", 12, 8, "basic_linear"),
+    ("alltoall", 64, 2999, "basic_linear"), ("alltoall", 64, 3000, "pairwise"), ("alltoall", 2, 8, "two_procs"),
+])
+def test_open_mpi_4_0_rules_at_their_thresholds(collective, p, size, algorithm):
+    assert openmpi40_default(collective, p, size, itemsize=4 if collective == "allreduce" else 1).algorithm == \
+        algorithm
+
+
+def test_open_mpi_4_0_is_a_library_of_the_check():
+    result = check(_two_ranks(), library="openmpi-4.0")
+    assert result.library == "openmpi-4.0" and "Open MPI 3.x/4.0.x" in format_check(result)
+    assert [p.choice for p in result.points if p.benchmark == "osu_alltoall"] == ["two_procs → shift"] * 2

@@ -40,10 +40,23 @@ from ..sim.engine import EngineConfig, simulate
 from ..sim.model import make_network
 from ..sim.presets import apply_preset
 from ..sim.profile import MachineProfile, load_profile
-from ..tune.libdefaults import LIBRARIES, check_library, library_default
+from ..tune.libdefaults import LIBRARIES as EMULATED, LibraryChoice, check_library, library_default
 
 __all__ = ["OsuCheck", "CheckPoint", "check", "default_network", "format_check", "MODELS", "MECHANISMS",
-           "WITHIN", "OSU_ITEMSIZE", "add_check_arguments", "cmd_check"]
+           "WITHIN", "OSU_ITEMSIZE", "LIBRARIES", "openmpi40_default", "add_check_arguments", "cmd_check"]
+
+#: Open MPI before 4.1 (3.x and 4.0.x, the ``alaska`` cluster's 4.0.3): the fixed rules of
+#: ``coll_tuned_decision_fixed.c`` that 4.1 replaced by the tuning-based ones of
+#: :mod:`topocoll.tune.libdefaults`; allreduce and alltoall only (what OSU's collectives here need).
+#: Belongs in :mod:`topocoll.tune.libdefaults` beside 5.0 once the tuner can take a library without
+#: its other collectives.
+OMPI40 = "openmpi-4.0"
+OMPI40_SOURCE = ("Open MPI 3.x/4.0.x ompi/mca/coll/tuned/coll_tuned_decision_fixed.c (the fixed rules before 4.1; "
+                 "SimGrid's smpi_ompi_selector.cpp mirrors them), ompi_coll_tuned_{}_intra_dec_fixed; MCA defaults "
+                 "coll_tuned_alltoall_small_msg = 200, coll_tuned_alltoall_intermediate_msg = 3000 "
+                 "(coll_tuned_component.c)")
+#: the libraries a check can emulate: libdefaults' and Open MPI 4.0
+LIBRARIES = {**EMULATED, OMPI40: "Open MPI 3.x/4.0.x (coll/tuned fixed decision rules before 4.1)"}
 
 #: the event models a check runs (the packet model is too slow for 64 ranks × 20 sizes here)
 MODELS = ("loggops", "flow")
@@ -133,6 +146,68 @@ class OsuCheck:
                     summary={b: self.summary(b) for b in self.benchmarks()} | {"all": self.summary()})
 
 
+def openmpi40_default(collective: str, p: int, size: int, *, itemsize: int = 1) -> LibraryChoice:
+    """Open MPI 4.0.x's fixed choice for ``allreduce`` (``size`` the whole vector, commutative operator)
+    or ``alltoall`` (``size`` bytes per peer) on ``p >= 2`` ranks (:data:`OMPI40_SOURCE`).
+
+    - allreduce: ``size < 10000`` recursive doubling; else (commutative, ``count > p``) the ring when
+      ``p · 1 MiB >= size``, else the ring in 1 MiB segments; else nonoverlapping (reduce + bcast).
+    - alltoall: ``p == 2`` two_procs; ``size < 200`` and ``p > 12`` Bruck; ``size < 3000`` basic linear;
+      else pairwise.
+
+    Examples
+    --------
+    >>> openmpi40_default("allreduce", 64, 65536, itemsize=4).text()
+    'ring → ring'
+    >>> openmpi40_default("alltoall", 64, 128).algorithm
+    'bruck'
+    """
+    if collective not in COLLECTIVES.values() or p < 2:
+        raise SpecError(f"{OMPI40}: {collective} on p={p}, expected allreduce or alltoall on p >= 2")
+    source = OMPI40_SOURCE.format(collective)
+    if collective == "allreduce":
+        count = size // itemsize
+        if size < 10000:
+            return LibraryChoice(OMPI40, collective, p, size, True, "recursivedoubling", None, {},
+                                 "pairwise_exchange", {"leftover": "neighbours"}, "exact", source)
+        if count > p:
+            if p * (1 << 20) >= size:
+                return LibraryChoice(OMPI40, collective, p, size, True, "ring", None, {}, "ring", {}, "exact", source)
+            return LibraryChoice(OMPI40, collective, p, size, True, "ring_segmented", None, {"segsize": 1 << 20},
+                                 "ring", {}, "approximate: topocoll's ring does not cut blocks into 1 MiB segments",
+                                 source)
+        return LibraryChoice(OMPI40, collective, p, size, True, "nonoverlapping", None, {}, "binomial", {},
+                             "approximate: Open MPI's reduce then bcast, topocoll's binomial reduce then bcast", source)
+    if p == 2:
+        return LibraryChoice(OMPI40, collective, p, size, True, "two_procs", None, {}, "shift", {},
+                             "exact: two processes exchange once", source)
+    if size < 200 and p > 12:
+        return LibraryChoice(OMPI40, collective, p, size, True, "bruck", None, {}, "bruck", {"k": 1},
+                             "exact: radix-2 Bruck", source)
+    if size < 3000:
+        return LibraryChoice(OMPI40, collective, p, size, True, "basic_linear", None, {}, "shift", {},
+                             "approximate: every isend posted at once; topocoll's shift sends in that order as "
+                             "P−1 rounds", source)
+    return LibraryChoice(OMPI40, collective, p, size, True, "pairwise", None, {}, "shift", {},
+                         "exact: step i sends to rank+i and receives from rank−i", source)
+
+
+def _choice(library: str, collective: str, p: int, size: int, itemsize: int) -> LibraryChoice:
+    if library == OMPI40:
+        return openmpi40_default(collective, p, size, itemsize=itemsize)
+    return library_default(library, collective, p, size, itemsize=itemsize)
+
+
+def _library(library) -> str:
+    if isinstance(library, str) and library.strip().lower() in (OMPI40, "openmpi-4", "openmpi-4.0.x"):
+        return OMPI40
+    try:
+        return check_library(library)
+    except SpecError:
+        raise SpecError(f"check: library {library!r}, expected one of {', '.join(LIBRARIES)} (MPI library and "
+                        "version whose default choice is emulated)") from None
+
+
 def _spec_value(key: str, value: float) -> str:
     return f"{value * 1e6:.6g}us" if key == "lat" else f"{value / 1e9:.6g}GB/s"
 
@@ -206,7 +281,8 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     profile : MachineProfile or path
         From ``topocoll calibrate --from-osu`` with ``p=N[,ppn=K]:FILE`` collectives.
     library : str
-        Whose default algorithm to simulate: ``openmpi-5.0`` or ``mpich-5.0`` (or an alias).
+        Whose default algorithm to simulate: ``openmpi-5.0``, ``mpich-5.0`` (or an alias) or
+        ``openmpi-4.0`` (:func:`openmpi40_default`).
     model : str
         ``loggops`` or ``flow``.
     network : str, optional
@@ -231,7 +307,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     if not isinstance(profile, MachineProfile):
         source = str(profile)
         profile = load_profile(Path(profile))
-    library = check_library(library)
+    library = _library(library)
     if model not in MODELS:
         raise SpecError(f"check: model {model!r}, expected one of {', '.join(MODELS)}")
     mechanisms = _check_mechanisms(mechanisms)
@@ -271,7 +347,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
         config = EngineConfig(model, options)
         item = itemsize if collective == "allreduce" else 1
         for size, measured in entry.get("points", []):
-            choice = library_default(library, collective, p, int(size), itemsize=item)
+            choice = _choice(library, collective, p, int(size), item)
             predicted = None
             if choice.modelled and size % item == 0:
                 info = lookup(collective, choice.schedule)
