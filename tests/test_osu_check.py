@@ -177,3 +177,34 @@ def test_open_mpi_4_0_is_a_library_of_the_check():
     result = check(_two_ranks(), library="openmpi-4.0")
     assert result.library == "openmpi-4.0" and "Open MPI 3.x/4.0.x" in format_check(result)
     assert [p.choice for p in result.points if p.benchmark == "osu_alltoall"] == ["two_procs → shift"] * 2
+
+
+@pytest.mark.parametrize("points, expected", [
+    ([["a", 1e-6]], "expected [bytes 1..2^40, seconds > 0]"),
+    ([[8, -1.0]], "expected [bytes 1..2^40, seconds > 0]"),
+    ([[8]], "expected [bytes 1..2^40, seconds > 0]"),
+    ([], "expected a non-empty list of [bytes, seconds]"),
+    ("x", "expected a non-empty list of [bytes, seconds]"),
+])
+def test_a_hand_edited_collective_is_one_line(points, expected):
+    meta = dict(collectives=[dict(benchmark="osu_alltoall", p=2, ppn=None, points=points)])
+    with pytest.raises(SpecError, match=re.escape(expected)):
+        check(MachineProfile(alpha=ALPHA, beta=BETA, reduce_bandwidth=4e9, L=ALPHA, G=BETA, meta=meta))
+
+
+def test_mechanisms_may_be_a_comma_list():
+    level = LevelCosts(alpha=ALPHA, beta=BETA, message_rate=4e6, message_rate_pairs=1)
+    assert check(_two_ranks(levels={"inter": level}), mechanisms=["overhead,rendezvous"]).mechanisms == \
+        ("overhead", "rendezvous")
+
+
+@pytest.mark.parametrize("entry, expected", [
+    (dict(benchmark="osu_bcast", p=2, ppn=None), "kept collective 'osu_bcast' on p=2, expected osu_allreduce or"),
+    (dict(benchmark="osu_alltoall", p=1, ppn=None), "on p=1, expected"),
+    (dict(benchmark="osu_alltoall", p=4, ppn="2"), "ppn='2', expected a whole number of ranks per node in 1..p=4"),
+    (dict(benchmark="osu_alltoall", p=4, ppn=8), "ppn=8, expected"),
+])
+def test_a_bad_kept_entry_is_one_line(entry, expected):
+    meta = dict(collectives=[dict(entry, points=[[8, 1e-6]])])
+    with pytest.raises(SpecError, match=re.escape(expected)):
+        check(MachineProfile(alpha=ALPHA, beta=BETA, reduce_bandwidth=4e9, L=ALPHA, G=BETA, meta=meta))

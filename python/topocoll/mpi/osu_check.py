@@ -261,9 +261,11 @@ def _with_mechanisms(profile: MachineProfile, mechanisms) -> MachineProfile:
 
 def _check_mechanisms(mechanisms) -> tuple:
     if isinstance(mechanisms, str):
-        mechanisms = [m for m in mechanisms.split(",") if m.strip()]
+        mechanisms = [mechanisms]
+    # "overhead,rendezvous" and repeated names alike
+    names = [part for m in mechanisms for part in (m.split(",") if isinstance(m, str) else [m])]
     out = []
-    for m in mechanisms:
+    for m in names:
         m = m.strip() if isinstance(m, str) else m
         if m not in MECHANISMS:
             raise SpecError(f"check: mechanism {m!r}, expected one of {', '.join(MECHANISMS)}")
@@ -319,9 +321,12 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     points, networks, notes = [], {}, []
     for entry in kept:
         benchmark, p, ppn = entry.get("benchmark"), entry.get("p"), entry.get("ppn")
-        if benchmark not in COLLECTIVES or not isinstance(p, int) or p < 2:
+        if benchmark not in COLLECTIVES or isinstance(p, bool) or not isinstance(p, int) or p < 2:
             raise SpecError(f"check: kept collective {benchmark!r} on p={p!r}, expected osu_allreduce or "
                             "osu_alltoall on p >= 2 ranks")
+        if ppn is not None and (isinstance(ppn, bool) or not isinstance(ppn, int) or not 1 <= ppn <= p):
+            raise SpecError(f"check: kept {benchmark} with ppn={ppn!r}, expected a whole number of ranks per "
+                            f"node in 1..p={p}, or null")
         collective = COLLECTIVES[benchmark]
         run_costs = costs
         if network is None:
@@ -346,7 +351,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
             options = apply_preset(options, "mpi", keep=("eager",) if profile.eager is not None else ())
         config = EngineConfig(model, options)
         item = itemsize if collective == "allreduce" else 1
-        for size, measured in entry.get("points", []):
+        for size, measured in _points(entry, source):
             choice = _choice(library, collective, p, int(size), item)
             predicted = None
             if choice.modelled and size % item == 0:
@@ -355,6 +360,23 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
                 predicted = simulate(info.program_schedule(p, params), platform, config).time
             points.append(CheckPoint(benchmark, p, ppn, int(size), float(measured), predicted, choice.text()))
     return OsuCheck(tuple(points), library, model, mechanisms, networks, tuple(notes), source)
+
+
+def _points(entry: dict, source: str) -> list:
+    """The ``[[bytes, seconds], ...]`` of one kept collective, checked (a hand-edited profile fails in
+    one line, not in the simulator)."""
+    points = entry.get("points")
+    where = f"check: {source or 'the profile'}: {entry.get('benchmark')} points"
+    if not isinstance(points, list) or not points:
+        raise SpecError(f"{where} {points!r:.60}, expected a non-empty list of [bytes, seconds]")
+    for point in points:
+        ok = isinstance(point, list) and len(point) == 2
+        size, measured = point if ok else (None, None)
+        if not (ok and isinstance(size, int) and not isinstance(size, bool) and 1 <= size <= (1 << 40)
+                and isinstance(measured, (int, float)) and not isinstance(measured, bool)
+                and 0 < measured < float("inf")):
+            raise SpecError(f"{where}: {point!r:.60}, expected [bytes 1..2^40, seconds > 0]")
+    return points
 
 
 def _us(seconds: float | None) -> str:
