@@ -31,11 +31,14 @@ FILES = ("inter:osu_latency.txt", "inter:osu_bw.txt", "inter:osu_bibw.txt", "int
          "p=64,ppn=32:osu_allreduce_64.txt", "p=64,ppn=32:osu_alltoall_64.txt")
 LIBRARIES = ("openmpi-4.0", "openmpi-5.0", "mpich-5.0")
 MODELS = ("loggops", "flow")
-STEPS = ((), ("overhead",), ("rendezvous",), ("overhead", "rendezvous"))
+STEPS = ((), ("overhead",), ("both-ways",), ("rendezvous",), ("overhead", "both-ways"),
+         ("overhead", "both-ways", "rendezvous"))
 #: the per-size columns: (library, model, mechanisms)
-COLUMNS = (("openmpi-5.0", "loggops", ()), ("openmpi-5.0", "loggops", ("overhead",)),
+COLUMNS = (("openmpi-5.0", "loggops", ()), ("openmpi-5.0", "loggops", ("overhead", "both-ways")),
            ("openmpi-4.0", "loggops", ()), ("openmpi-4.0", "loggops", ("overhead",)),
-           ("openmpi-4.0", "loggops", ("overhead", "rendezvous")), ("openmpi-4.0", "flow", ("overhead",)))
+           ("openmpi-4.0", "loggops", ("overhead", "both-ways")),
+           ("openmpi-4.0", "loggops", ("overhead", "both-ways", "rendezvous")),
+           ("openmpi-4.0", "flow", ("overhead", "both-ways")))
 
 
 def _profile():
@@ -114,7 +117,8 @@ def run() -> str:
     base, _ = default_network(profile, 64, 32)
     spec = base + ",bw=5GB/s,mem=25GB/s"
     sens = check(profile, library="openmpi-4.0", model="loggops", network=spec, mechanisms=("overhead",))
-    out += ["", f"Sensitivity, not a prediction (node values assumed, not measured): Open MPI 4.0, loggops, overhead, "
+    out += ["", f"Sensitivity, not a prediction (node values assumed, not measured): Open MPI 4.0, loggops, overhead "
+                "(not both-ways: the network is given here), "
                 f"on `{spec}` (the node defaults' copy bandwidth halved, two copies per byte; memory bandwidth "
                 "quartered, each copy a read and a write): "
                 f"osu_allreduce {_summary_cell(sens.summary('osu_allreduce'))}, "

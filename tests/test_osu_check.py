@@ -99,7 +99,8 @@ def test_overhead_keeps_a_lone_message_and_loads_the_cpu_of_many():
 @pytest.mark.parametrize("kwargs, expected", [
     (dict(library="intelmpi"), "library 'intelmpi', expected one of openmpi-5.0, mpich-5.0, openmpi-4.0"),
     (dict(model="packet"), "model 'packet', expected one of loggops, flow"),
-    (dict(mechanisms=["shm"]), "mechanism 'shm', expected one of overhead, rendezvous"),
+    (dict(mechanisms=["shm"]), "mechanism 'shm', expected one of overhead, both-ways, rendezvous"),
+    (dict(mechanisms=["both-ways"]), "mechanism 'both-ways' needs the network level's osu_bibw"),
     (dict(mechanisms=["overhead"]), "mechanism 'overhead' needs the network level's osu_mbw_mr"),
 ])
 def test_bad_options_are_one_line(kwargs, expected):
@@ -208,3 +209,13 @@ def test_a_bad_kept_entry_is_one_line(entry, expected):
     meta = dict(collectives=[dict(entry, points=[[8, 1e-6]])])
     with pytest.raises(SpecError, match=re.escape(expected)):
         check(MachineProfile(alpha=ALPHA, beta=BETA, reduce_bandwidth=4e9, L=ALPHA, G=BETA, meta=meta))
+
+
+@pytest.mark.parametrize("model", ["loggops", "flow"])
+def test_both_ways_prices_bytes_at_half_the_bidirectional_bandwidth(model):
+    # two ranks exchange 4096 B at once, both directions busy: α + m / (osu_bibw / 2)
+    level = LevelCosts(alpha=ALPHA, beta=BETA, stream_bandwidth=1e9, bidirectional_bandwidth=1.6e9)
+    result = check(_two_ranks(levels={"inter": level}), model=model, mechanisms=["both-ways"])
+    (big,) = [p for p in result.points if p.benchmark == "osu_alltoall" and p.size == 4096]
+    assert big.predicted == pytest.approx(ALPHA + 4096 / 0.8e9, rel=1e-6)
+    assert "bw=0.8GB/s" in result.networks["osu_alltoall"]

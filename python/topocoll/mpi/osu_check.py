@@ -76,6 +76,9 @@ MECHANISMS = {
         "osu_mbw_mr (one core's share of the messages its pairs pushed through: a sender posts a message "
         "at most every max(o, g), LogGP, Alexandrov et al. SPAA 1995 §2), taken out of L so a lone message "
         "still costs osu_latency's α"),
+    "both-ways": (
+        "the NIC's bandwidth per direction is half of osu_bibw (both directions busy at once, as in an "
+        "all-to-all or a ring), not the largest one-way figure: the links' bw= and G = 2 / osu_bibw"),
     "rendezvous": (
         "messages above 12288 B wait for an RTS/CTS handshake (the `mpi` preset, topocoll.sim.presets: "
         "Open MPI's btl_eager_limit = 12 KiB, MVAPICH2's MV2_IBA_EAGER_THRESHOLD; UCX computes its own "
@@ -222,12 +225,15 @@ def nic_bandwidth(profile: MachineProfile) -> float:
     return best if best > 0 else 1.0 / (level.beta or profile.beta)
 
 
-def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_latency: float = 0.0) -> tuple[str, list]:
+def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_latency: float = 0.0,
+                    nic: float | None = None) -> tuple[str, list]:
     """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host (module doc),
-    and the notes on what it assumes; ``link_latency`` (s) replaces ``lat=0us`` on the fabric's links."""
+    and the notes on what it assumes; ``link_latency`` (s) replaces ``lat=0us`` on the fabric's links,
+    ``nic`` (B/s) the NIC's bandwidth (:func:`nic_bandwidth`)."""
     ppn = ppn or 1
     hosts = -(-p // ppn)
-    spec = f"crossbar:{hosts}@bw={_spec_value('bw', nic_bandwidth(profile))},lat={_spec_value('lat', link_latency)}"
+    nic = nic_bandwidth(profile) if nic is None else nic
+    spec = f"crossbar:{hosts}@bw={_spec_value('bw', nic)},lat={_spec_value('lat', link_latency)}"
     notes = []
     if ppn > 1:
         node = profile.node_options()
@@ -239,10 +245,18 @@ def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_la
     return spec, notes
 
 
-def _with_mechanisms(profile: MachineProfile, mechanisms) -> MachineProfile:
-    if "overhead" not in mechanisms:
-        return profile
+def _with_mechanisms(profile: MachineProfile, mechanisms) -> tuple[MachineProfile, float]:
+    """The profile with ``mechanisms`` applied, and the NIC's bandwidth per direction (B/s)."""
     level = profile.levels.get(profile.meta.get("network_level", "inter")) if profile.levels else None
+    nic = nic_bandwidth(profile)
+    if "both-ways" in mechanisms:
+        if level is None or not level.bidirectional_bandwidth > 0:
+            raise SpecError("check: mechanism 'both-ways' needs the network level's osu_bibw, expected a profile "
+                            "from calibrate --from-osu with an osu_bibw file")
+        nic = level.bidirectional_bandwidth / 2
+        profile = replace(profile, G=1.0 / nic)
+    if "overhead" not in mechanisms:
+        return profile, nic
     if level is None or not level.message_rate > 0 or not level.message_rate_pairs:
         raise SpecError("check: mechanism 'overhead' needs the network level's osu_mbw_mr (pairs and message "
                         "rate), expected a profile from calibrate --from-osu with an osu_mbw_mr file")
@@ -256,7 +270,7 @@ def _with_mechanisms(profile: MachineProfile, mechanisms) -> MachineProfile:
         # the intra-node osu_latency's α holds the same two overheads: the node's lat keeps the rest,
         # so a lone message within a node still costs what OSU measured there
         levels["intra"] = replace(intra, alpha=max(0.0, intra.alpha - 2 * o))
-    return replace(profile, o_send=o, o_recv=o, L=profile.L - 2 * o, levels=levels)
+    return replace(profile, o_send=o, o_recv=o, L=profile.L - 2 * o, levels=levels), nic
 
 
 def _check_mechanisms(mechanisms) -> tuple:
@@ -317,7 +331,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     if not kept:
         raise SpecError(f"check: {source or 'the profile'} keeps no collective measurement, expected a profile from "
                         "calibrate --from-osu with p=N[,ppn=K]:FILE of osu_allreduce or osu_alltoall")
-    costs = _with_mechanisms(profile, mechanisms)
+    costs, nic = _with_mechanisms(profile, mechanisms)
     points, networks, notes = [], {}, []
     for entry in kept:
         benchmark, p, ppn = entry.get("benchmark"), entry.get("p"), entry.get("ppn")
@@ -336,7 +350,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
                 # (src/engine/flow.rs: arrival at t_done + Σ latency of the route), so the profile's L
                 # goes onto the fabric: half on each of a crossbar route's two links (host → switch → host)
                 link_latency, run_costs = costs.L / 2, replace(costs, L=0.0)
-            spec, why = default_network(costs, p, ppn, link_latency=link_latency)
+            spec, why = default_network(costs, p, ppn, link_latency=link_latency, nic=nic)
             notes += [n for n in why if n not in notes]
         else:
             spec = network
@@ -429,7 +443,7 @@ def add_check_arguments(p) -> None:
     g.add_argument("--model", dest="check_model", choices=MODELS, default=None,
                    help="with --check: the event model (default loggops)")
     g.add_argument("--mechanism", dest="check_mechanisms", action="append", default=None,
-                   metavar="NAME", help=f"with --check, repeatable: add {' or '.join(MECHANISMS)} "
+                   metavar="NAME", help=f"with --check, repeatable: add one of {', '.join(MECHANISMS)} "
                                         "(docs/calibration.md)")
 
 
