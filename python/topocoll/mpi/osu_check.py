@@ -318,6 +318,17 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     SpecError
         One line: an unknown library, model or mechanism; a profile with no kept collective, or one
         without ``p``; a network that does not parse.
+
+    Examples
+    --------
+    Two nodes, one rank each, α = 2 µs, 1 GB/s: an 8-byte all-to-all is one message each way at once,
+    α + 8 B · β, against 4 µs measured:
+
+    >>> prof = MachineProfile(alpha=2e-6, beta=1e-9, reduce_bandwidth=4e9, L=2e-6, G=1e-9, meta=dict(
+    ...     collectives=[dict(benchmark="osu_alltoall", p=2, ppn=None, points=[[8, 4e-6]])]))
+    >>> point = check(prof).points[0]
+    >>> round(point.predicted * 1e6, 3), round(point.ratio, 3), point.choice
+    (2.008, 0.502, 'pairwise (2) → shift')
     """
     source = ""
     if not isinstance(profile, MachineProfile):
