@@ -15,12 +15,13 @@ the model is too fast).
 The network, when not given: ``crossbar:N@bw=B,lat=0us+ppn=K`` — one switch,
 every link as fast as the NIC (``B`` the largest one-way bandwidth OSU saw
 through it: ``osu_bw``, half of ``osu_bibw``, ``osu_mbw_mr``), no link
-latency (the profile's ``L`` already holds the whole ``osu_latency``), the
+latency (the profile's ``L`` already holds the whole ``osu_latency``; the
+``flow`` model charges no ``L``, so with it ``L`` goes onto the links), the
 node's ``lat`` and ``bw`` from the intra-node level where the profile has one
 (:meth:`~topocoll.sim.profile.MachineProfile.node_options`; topocoll's node
-defaults otherwise, which :attr:`OsuCheck.notes` says). It is the rule of
-``MachineProfile.network_spec`` on the ``cli2`` branch, kept here until both
-meet (one home then).
+defaults otherwise, which :attr:`OsuCheck.notes` says). ``MachineProfile.network_spec``
+(``calibrate --spec``, written at the same time) follows the same rule: once both
+are in, this should call it, so the rule has one home.
 
 Mechanisms the profile leaves out can be switched on one at a time
 (``mechanisms=``), each from a point-to-point benchmark or a published figure,
