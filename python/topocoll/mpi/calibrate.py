@@ -803,14 +803,22 @@ def _relaunch(args) -> int:
 def cmd_calibrate(args) -> int:
     """The verb: relaunch under mpiexec, or measure, print and write (or,
     with ``--from-osu``, read OSU results: :func:`cmd_from_osu`; with
-    ``--spec``, print the network that goes with a profile: :func:`cmd_spec`)."""
+    ``--spec``, print the network that goes with a profile: :func:`cmd_spec`;
+    with ``--check``, compare a profile's kept collectives with predictions:
+    :mod:`topocoll.mpi.osu_check`)."""
+    from .osu_check import cmd_check, refuse_check_options
+    if getattr(args, "check_profile", None) is not None:
+        if getattr(args, "spec_profile", None) is not None:
+            raise SpecError("--check with --spec, expected one of them")
+        return cmd_check(args)
+    refuse_check_options(args)
     if getattr(args, "spec_profile", None) is not None:
         return cmd_spec(args)
     spec_only = [flag for flag, dest in _SPEC_ONLY if getattr(args, dest, None) is not None]
     if spec_only:
         raise SpecError(f"{spec_only[0]} without --spec, expected it only with --spec PROFILE")
     if getattr(args, "output", None) is None:
-        raise SpecError("calibrate needs -o FILE (where to write the profile), or --spec PROFILE")
+        raise SpecError("calibrate needs -o FILE (where to write the profile), or --spec PROFILE, or --check PROFILE")
     if getattr(args, "from_osu", None):
         return cmd_from_osu(args)
     if getattr(args, "local", None):
@@ -947,7 +955,8 @@ def _add_arguments(p) -> None:
     from ..outputs import add_json_argument
     from ..topology.nodes import DISTRIBUTIONS, MAX_PPN
 
-    p.add_argument("-o", "--output", metavar="FILE", help="where to write the profile (JSON); required unless --spec")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write the profile (JSON); required unless --spec or --check")
     p.add_argument("--quick", action="store_true",
                    help="few sizes and repetitions (about a second; for tests, not for predictions)")
     p.add_argument("--reps", type=positive_int, default=None,
@@ -978,6 +987,8 @@ def _add_arguments(p) -> None:
     g.add_argument("--dist", dest="spec_dist", choices=DISTRIBUTIONS, default=None,
                    help="rank placement, dist= (default block)")
     add_json_argument(p, "the result (the profile written to -o; with --spec the network and its values)")
+    from .osu_check import add_check_arguments   # --check PROFILE (topocoll.mpi.osu_check)
+    add_check_arguments(p)
 
 
 def add_calibrate_parser(sub) -> None:

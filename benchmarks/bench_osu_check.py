@@ -1,0 +1,133 @@
+"""A real cluster's osu_allreduce and osu_alltoall predicted from its point-to-point OSU files alone
+(``topocoll calibrate --check``, :mod:`topocoll.mpi.osu_check`).
+
+The cluster is docs/calibration.md §3's worked example, ``alaska`` of the ExCALIBUR benchmarking project
+(Open MPI 4.0.3 over UCX, EDR InfiniBand ``mlx5_0``, OMB 5.6.2; 2 nodes × 32 ranks for the collectives). Its
+files are not shipped (no redistribution licence found): fetch them into ``out/alaska/`` as §3 shows. Without
+them this benchmark prints why and keeps the section already in BENCHMARKS.md.
+
+Nothing is fitted to the collectives: the profile holds osu_latency's α and β, osu_bw, osu_bibw and
+osu_mbw_mr; the network is ``crossbar:2@bw=<NIC>,lat=0us+ppn=32`` (the node's shared-memory path at
+topocoll's defaults: the cluster publishes no intra-node run). The mechanisms are switched on one at a time
+(:data:`topocoll.mpi.osu_check.MECHANISMS`, each with its source). The last table is a sensitivity, not a
+prediction: the node's copy and memory bandwidths are not published for this cluster.
+"""
+
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+from topocoll.mpi.calibrate import profile_from_osu        # noqa: E402
+from topocoll.mpi.osu_check import MECHANISMS, check, default_network   # noqa: E402
+
+NAME = "osu_check"
+COMMAND = ".venv/bin/python benchmarks/run.py --only osu_check"
+DATA = ROOT / "out" / "alaska"
+FILES = ("inter:osu_latency.txt", "inter:osu_bw.txt", "inter:osu_bibw.txt", "inter:osu_mbw_mr_16pairs.txt",
+         "p=64,ppn=32:osu_allreduce_64.txt", "p=64,ppn=32:osu_alltoall_64.txt")
+LIBRARIES = ("openmpi-4.0", "openmpi-5.0", "mpich-5.0")
+MODELS = ("loggops", "flow")
+STEPS = ((), ("overhead",), ("both-ways",), ("rendezvous",), ("overhead", "both-ways"),
+         ("overhead", "both-ways", "rendezvous"))
+#: the per-size columns: (library, model, mechanisms)
+COLUMNS = (("openmpi-5.0", "loggops", ()), ("openmpi-5.0", "loggops", ("overhead", "both-ways")),
+           ("openmpi-4.0", "loggops", ()), ("openmpi-4.0", "loggops", ("overhead",)),
+           ("openmpi-4.0", "loggops", ("overhead", "both-ways")),
+           ("openmpi-4.0", "loggops", ("overhead", "both-ways", "rendezvous")),
+           ("openmpi-4.0", "flow", ("overhead", "both-ways")))
+
+
+def _profile():
+    specs = []
+    for item in FILES:
+        head, _, name = item.rpartition(":")
+        specs.append(f"{head}:{DATA / name}")
+    return profile_from_osu(specs).profile
+
+
+def _existing() -> str:
+    path = ROOT / "BENCHMARKS.md"
+    text = path.read_text() if path.exists() else ""
+    found = re.search(rf"^<!-- bench: {NAME} -->\n(.*?)(?=^<!-- bench: |\Z)", text, flags=re.M | re.S)
+    return found.group(1).rstrip("\n") + "\n" if found else f"## OSU check\n\nNot measured (no {DATA}).\n"
+
+
+def _label(mechanisms) -> str:
+    return "+".join(mechanisms) or "none"
+
+
+def _summary_cell(s: dict) -> str:
+    return f"{s['median_ratio']:.2f} ({s['min_ratio']:.2f}–{s['max_ratio']:.2f}), {s['within_count']}/{s['points']}"
+
+
+def run() -> str:
+    if not DATA.is_dir():
+        print(f"[bench] {NAME}: skipped, {DATA} does not exist (docs/calibration.md §3 fetches the files); "
+              "kept the section already in BENCHMARKS.md", file=sys.stderr)
+        return _existing()
+    start = time.perf_counter()
+    profile = _profile()
+    results = {(lib, model, mech): check(profile, library=lib, model=model, mechanisms=mech)
+               for lib in LIBRARIES for model in MODELS for mech in STEPS}
+    out = [
+        "## A real cluster's collectives from its point-to-point OSU files (`calibrate --check`)",
+        "",
+        f"`{COMMAND}` (needs `out/alaska/`, docs/calibration.md §3), or for one setting:",
+        "",
+        "```",
+        "topocoll calibrate --from-osu " + " ".join(f"{f.rpartition(':')[0]}:out/alaska/{f.rpartition(':')[2]}"
+                                                   for f in FILES) + " -o out/alaska.json",
+        "topocoll calibrate --check out/alaska.json [--library mpich-5.0] [--model flow] [--mechanism overhead]",
+        "```",
+        "",
+        "Cluster `alaska` (ExCALIBUR; Open MPI 4.0.3 over UCX, EDR InfiniBand, OMB 5.6.2), osu_allreduce and "
+        "osu_alltoall on 64 ranks, 32 per node. Predicted from the point-to-point files alone: the library's "
+        "default algorithm at each P and size (Open MPI 4.0's fixed rules, the ones the cluster's 4.0.3 has, "
+        "`topocoll.mpi.osu_check.openmpi40_default`; Open MPI 5.0's and MPICH 5.0's for comparison) simulated on `" + results[COLUMNS[0]].networks["osu_alltoall"] + "`. "
+        "Ratio = predicted / measured (below 1: the model is too fast).",
+        "",
+        "Summary: median ratio (range), sizes within 1.5× / sizes.",
+        "",
+        "| library | model | mechanisms | osu_allreduce | osu_alltoall | all |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (lib, model, mech), r in results.items():
+        out.append(f"| {lib} | {model} | {_label(mech)} | {_summary_cell(r.summary('osu_allreduce'))} | "
+                   f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
+    out += ["", "Mechanisms (each from a point-to-point benchmark or a published figure, never from the "
+                "collectives):", ""]
+    out += [f"- `{name}`: {text}" for name, text in MECHANISMS.items()]
+    for benchmark in ("osu_allreduce", "osu_alltoall"):
+        head = " | ".join(f"{lib} {model} {_label(mech)}" for lib, model, mech in COLUMNS)
+        out += ["", f"Every size of {benchmark} (µs; predicted and ratio per setting):", "",
+                f"| size (B) | measured | {head} | Open MPI 5.0 algorithm | Open MPI 4.0 algorithm |",
+                "|---:|---:|" + "---:|" * len(COLUMNS) + "---|---|"]
+        series = [[p for p in results[c].points if p.benchmark == benchmark] for c in COLUMNS]
+        for row in zip(*series):
+            cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" for p in row)
+            out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} | "
+                       f"{row[2].choice} |")
+    # sensitivity (not a prediction): two copies per byte through a shared buffer halve a rank's copy bandwidth,
+    # and each copy reads and writes, so the node's memory carries 4 bytes per byte moved; the base values are
+    # topocoll's node defaults, not this cluster's (it publishes none)
+    base, _ = default_network(profile, 64, 32)
+    spec = base + ",bw=5GB/s,mem=25GB/s"
+    sens = check(profile, library="openmpi-4.0", model="loggops", network=spec, mechanisms=("overhead",))
+    out += ["", f"Sensitivity, not a prediction (node values assumed, not measured): Open MPI 4.0, loggops, overhead "
+                "(not both-ways: the network is given here), "
+                f"on `{spec}` (the node defaults' copy bandwidth halved, two copies per byte; memory bandwidth "
+                "quartered, each copy a read and a write): "
+                f"osu_allreduce {_summary_cell(sens.summary('osu_allreduce'))}, "
+                f"osu_alltoall {_summary_cell(sens.summary('osu_alltoall'))}; per size (ratio): "
+                + ", ".join(f"{p.size}: {p.ratio:.2f}" for p in sens.points if p.benchmark == "osu_allreduce")
+                + " (allreduce)."]
+    out += ["", f"({len(results) + 1} checks of 40 sizes in {time.perf_counter() - start:.1f} s.)", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(run())
