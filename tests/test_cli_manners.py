@@ -16,8 +16,8 @@ from topocoll.cli import main
 
 OSU = Path(__file__).resolve().parent / "data" / "osu"
 
-#: the verbs with --json [FILE] (synthesize keeps its own --json until its branch takes the helper)
-JSON_VERBS = ("simulate", "topo", "compare", "tune", "bench", "calibrate")
+#: the verbs with --json [FILE]
+JSON_VERBS = ("simulate", "topo", "compare", "tune", "bench", "calibrate", "synthesize")
 
 
 def run(*argv):

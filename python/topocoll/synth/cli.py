@@ -9,10 +9,9 @@ the same model and their ratio; writes the schedule file (``--out``) that
 
 from __future__ import annotations
 
-import json
-
 from ..argtypes import bounded_int, finite_float, seed
 from ..errors import SpecError
+from ..outputs import add_json_argument, check_outputs, json_output, write_json
 
 __all__ = ["add_synthesize_parser", "cmd_synthesize"]
 
@@ -58,7 +57,7 @@ def add_synthesize_parser(sub) -> None:
                    help="do not rank the fixed algorithms (the synthesized schedule is returned as it is)")
     p.add_argument("--out", "-o", metavar="FILE",
                    help="write the schedule file (JSON; FILE.gz compressed)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_argument(p, "the result (variants tried, best synthesized and best fixed, ratio)")
     add_engine_arguments(p)
     p.set_defaults(func=cmd_synthesize)
 
@@ -70,6 +69,8 @@ def cmd_synthesize(args) -> int:
     from ..text import table
     from .search import synthesize
     sizes = parse_sizes(args.size, option="--size")
+    # every output checked before the work (a budget's worth), none to the same file
+    check_outputs([("--out", args.out), *json_output(args)], stdout=("--json",))
     if len(sizes) != 1:
         raise SpecError(f"--size {args.size}: {len(sizes)} sizes, expected one (a schedule is made for one size)")
     check_model_options(args, model=args.model)
@@ -83,8 +84,7 @@ def cmd_synthesize(args) -> int:
                         options=options)
     if args.out:
         result.save(args.out)
-    if args.json:
-        print(json.dumps(as_dict(result, args.out), indent=1))
+    if write_json(args, as_dict(result, args.out)):
         return 0
     print(f"synthesize {args.collective} on P={args.procs}, {sizes[0]} B, {result.model} model: "
           f"{platform.describe()}")

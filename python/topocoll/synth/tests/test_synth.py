@@ -335,3 +335,20 @@ def test_flow_model_skips_the_unchained_variant_that_would_overrun(monkeypatch):
         return {t.chains for t in r.tried}
     assert "none" in chains(0.0)
     assert "none" not in chains(1e9) and {"send", "recv"} <= chains(1e9)
+
+
+def test_json_file_is_the_stdout_json_and_an_output_twice_is_refused(tmp_path, capsys):
+    """``--json FILE`` as on every verb: the file holds what ``--json`` alone prints, the text is
+    printed too; ``--json F --out F`` is refused before any work, naming the path."""
+    from topocoll.cli import main
+    argv = ["synthesize", "allgather", "--topology", "crossbar:4", "-P", "4", "--size", "1K", "--budget", "0"]
+    assert main(argv + ["--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    target = tmp_path / "r.json"
+    assert main(argv + ["--json", str(target)]) == 0
+    assert "best synthesized" in capsys.readouterr().out
+    assert json.loads(target.read_text())["ratio"] == alone["ratio"]
+    same = tmp_path / "same.json"
+    assert main(argv + ["--json", str(same), "--out", str(same)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(same) in err[0] and not same.exists()
