@@ -40,7 +40,7 @@ from ..schedules.sizes import from_bytes
 from ..sim.engine import EngineConfig, simulate
 from ..sim.model import make_network
 from ..sim.presets import apply_preset
-from ..sim.profile import MachineProfile, load_profile
+from ..sim.profile import MachineProfile, load_profile, spec_value
 from ..tune.libdefaults import LIBRARIES as EMULATED, LibraryChoice, check_library, library_default
 
 __all__ = ["OsuCheck", "CheckPoint", "check", "default_network", "format_check", "MODELS", "MECHANISMS",
@@ -212,33 +212,19 @@ def _library(library) -> str:
                         "version whose default choice is emulated)") from None
 
 
-def _spec_value(key: str, value: float) -> str:
-    return f"{value * 1e6:.6g}us" if key == "lat" else f"{value / 1e9:.6g}GB/s"
-
-
-def nic_bandwidth(profile: MachineProfile) -> float:
-    """The NIC's one-way bandwidth, B/s: the largest of ``osu_bw``, half of ``osu_bibw`` and
-    ``osu_mbw_mr``'s aggregate (what OSU saw through it), else 1/β of the ping-pong fit."""
-    level = profile.levels.get(profile.meta.get("network_level", "inter")) if profile.levels else None
-    if level is None:
-        return max(profile.stream_bandwidth, 1.0 / profile.beta)
-    best = max(level.stream_bandwidth, level.bidirectional_bandwidth / 2, level.message_rate_bandwidth)
-    return best if best > 0 else 1.0 / (level.beta or profile.beta)
-
-
 def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_latency: float = 0.0,
                     nic: float | None = None) -> tuple[str, list]:
     """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host (module doc),
     and the notes on what it assumes; ``link_latency`` (s) replaces ``lat=0us`` on the fabric's links,
-    ``nic`` (B/s) the NIC's bandwidth (:func:`nic_bandwidth`)."""
+    ``nic`` (B/s) the NIC's bandwidth (:meth:`MachineProfile.nic_bandwidth`)."""
     ppn = ppn or 1
     hosts = -(-p // ppn)
-    nic = nic_bandwidth(profile) if nic is None else nic
-    spec = f"crossbar:{hosts}@bw={_spec_value('bw', nic)},lat={_spec_value('lat', link_latency)}"
+    nic = profile.nic_bandwidth() if nic is None else nic
+    spec = f"crossbar:{hosts}@bw={spec_value('bw', nic)},lat={spec_value('lat', link_latency)}"
     notes = []
     if ppn > 1:
         node = profile.node_options()
-        spec += f"+ppn={ppn}" + "".join(f",{k}={_spec_value(k, v)}" for k, v in node.items())
+        spec += f"+ppn={ppn}" + "".join(f",{k}={spec_value(k, v)}" for k, v in node.items())
         if not node:
             notes.append("no intra-node osu_latency in the profile: messages within a node cost topocoll's node "
                          "defaults (0.3 µs, 10 GB/s per rank, 100 GB/s per node), not measurements")
@@ -248,8 +234,8 @@ def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_la
 
 def _with_mechanisms(profile: MachineProfile, mechanisms) -> tuple[MachineProfile, float]:
     """The profile with ``mechanisms`` applied, and the NIC's bandwidth per direction (B/s)."""
-    level = profile.levels.get(profile.meta.get("network_level", "inter")) if profile.levels else None
-    nic = nic_bandwidth(profile)
+    level = profile.network_level()
+    nic = profile.nic_bandwidth()
     if "both-ways" in mechanisms:
         if level is None or not level.bidirectional_bandwidth > 0:
             raise SpecError("check: mechanism 'both-ways' needs the network level's osu_bibw, expected a profile "
