@@ -167,17 +167,19 @@ def test_compare_and_tune_name_the_profile(profile):
 GOAL_PING = "num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\nrank 1 {\nl1: recv 8b from 0 tag 0\n}\n"
 
 
+@pytest.mark.parametrize("model", ["loggops", "flow"])
 @pytest.mark.parametrize("ppn, level", [(1, "inter"), (2, "intra")])
-def test_spec_gives_the_profiles_ping_latency(profile, tmp_path, ppn, level):
+def test_spec_gives_the_profiles_ping_latency(profile, tmp_path, ppn, level, model):
     """An 8-byte ping between ranks 0 and 1, on the printed network with the profile: two nodes
-    (one rank each) cost the inter-node fit α + 8 β, one node (two ranks) the intra-node one."""
+    (one rank each) cost the inter-node fit α + 8 β, one node (two ranks) the intra-node one — with
+    either event model (the links carry no latency: both charge the profile's L between hosts)."""
     code, spec, err = run("calibrate", "--spec", profile, "--nodes", "2", "--ppn", ppn)
     assert code == 0, err
     spec = spec.strip()
     assert ("+ppn=" in spec) == (ppn > 1)
     (tmp_path / "ping.goal").write_text(GOAL_PING)
     code, out, err = run("simulate", "goal", tmp_path / "ping.goal", "--topology", spec, "--profile", profile,
-                         "--json")
+                         "--model", model, "--json")
     assert code == 0, err
     costs = json.loads(Path(profile).read_text())["levels"][level]
     expected = costs["alpha"] + 8 * costs["beta"]

@@ -595,6 +595,7 @@ pub(crate) fn run_config(
             sharing: o.sharing,
             nic_bandwidth: o.nic_bandwidth,
             tolerance: 0,
+            wire_latency: ps(o.l, "EngineOptions: L")?,
         },
         Model::Congestion => ModelConfig::Congestion,
         Model::Packet => {

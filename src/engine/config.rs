@@ -29,6 +29,8 @@ pub enum ModelConfig {
         sharing: Sharing,
         nic_bandwidth: f64,
         tolerance: Ps,
+        /// LogGOPS `L` of a message between hosts ([`FlowConfig::wire_latency`]).
+        wire_latency: Ps,
     },
     Congestion,
     Packet {
@@ -104,6 +106,7 @@ impl<'a> AnyFabric<'a> {
                 sharing,
                 nic_bandwidth,
                 tolerance,
+                wire_latency,
             } => AnyFabric::Flow(FlowFabric::new(
                 links.clone(),
                 FlowConfig {
@@ -112,6 +115,7 @@ impl<'a> AnyFabric<'a> {
                     n_endpoints: n_ep,
                     tolerance: *tolerance,
                     ppn,
+                    wire_latency: *wire_latency,
                 },
             )),
             ModelConfig::Congestion => AnyFabric::Congestion(RoundFixed::new(

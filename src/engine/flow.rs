@@ -39,6 +39,11 @@
 //!   arrives when the bandwidth phase ends.
 //! - A message of 0 bytes, or with an empty route, arrives at `now + L`
 //!   (`L = 0` for an empty route) and uses no bandwidth, NIC included.
+//! - LogGOPS's `L` (`FlowConfig::wire_latency`: the latency a machine profile
+//!   measured end to end, which its network's links do not carry) is added to
+//!   the arrival of every message that leaves its host (every message with
+//!   `ppn` ≤ 1), as the `loggops` model adds it to a message through the NIC;
+//!   it is not a route latency, so CM02's sharing weights do not see it.
 //!
 //! Durations `bytes / rate` are rounded *up* to whole picoseconds (less a
 //! few ulps of slack, so `1e9 B / 1e9 B/s` is exactly `1e12` ps), so a flow
@@ -147,6 +152,9 @@ pub struct FlowConfig {
     /// share host `h`'s NIC resources, and a message between two of them
     /// uses none (shared memory). 0 or 1: every endpoint its own NIC.
     pub ppn: u32,
+    /// LogGOPS `L`, ps: added to the arrival of a message between two hosts
+    /// (module docs, "Time semantics").
+    pub wire_latency: Ps,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +182,8 @@ struct Flow {
     rate: f64,
     /// Route latency, ps.
     latency: Ps,
+    /// LogGOPS `L` this message pays on arrival (0 within a host), ps.
+    wire: Ps,
     /// Speed at which the rate rises during the filling (1, or 1/w_f).
     speed: f64,
     /// Upper bound on the rate (CM02 TCP window), or infinity.
@@ -196,6 +206,7 @@ impl Flow {
             last: 0,
             rate: 0.0,
             latency: 0,
+            wire: 0,
             speed: 1.0,
             bound: f64::INFINITY,
             version: 0,
@@ -394,6 +405,8 @@ pub struct FlowFabric {
     nic: f64,
     /// Ranks per host sharing one NIC (≥ 1).
     ppn: u32,
+    /// LogGOPS `L` of a message between hosts, ps.
+    wire_latency: Ps,
     link_latency: Vec<Ps>,
     link_bytes: Vec<f64>,
     res: Resources,
@@ -448,6 +461,7 @@ impl FlowFabric {
             n_links,
             nic: capacity(cfg.nic_bandwidth),
             ppn: cfg.ppn.max(1),
+            wire_latency: cfg.wire_latency,
             link_latency,
             link_bytes: vec![0.0; n_links],
             res,
@@ -610,7 +624,8 @@ impl FlowFabric {
         let arrival = match self.sharing {
             Sharing::MaxMin => t_own.saturating_add(f.latency),
             Sharing::Cm02 => t_own,
-        };
+        }
+        .saturating_add(f.wire);
         self.arrivals.push(Reverse((arrival, f.id)));
         f.state = State::Free;
         f.version = f.version.wrapping_add(1);
@@ -1012,13 +1027,20 @@ impl Fabric for FlowFabric {
         } else {
             0
         };
+        // the NIC is the host's; two ranks of one host do not use it, nor pay L
+        let (hs, hd) = (msg.src / self.ppn, msg.dst / self.ppn);
+        let wire = if self.ppn == 1 || hs != hd {
+            self.wire_latency
+        } else {
+            0
+        };
         if msg.bytes == 0 || msg.links.is_empty() {
-            self.arrivals
-                .push(Reverse((now.saturating_add(latency), msg.id)));
+            self.arrivals.push(Reverse((
+                now.saturating_add(latency).saturating_add(wire),
+                msg.id,
+            )));
             return;
         }
-        // the NIC is the host's; two ranks of one host do not use it
-        let (hs, hd) = (msg.src / self.ppn, msg.dst / self.ppn);
         let nic = self.nic.is_finite() && (self.ppn == 1 || hs != hd);
         if nic {
             self.ensure_endpoint(hs.max(hd) as usize);
@@ -1054,6 +1076,7 @@ impl Fabric for FlowFabric {
         f.last = now;
         f.rate = 0.0;
         f.latency = latency;
+        f.wire = wire;
         f.finish = NO_FINISH;
         let lat_s = latency as f64 / PS_PER_S;
         (f.speed, f.bound) = match self.sharing {
@@ -1158,6 +1181,7 @@ mod tests {
                 n_endpoints: n_ep,
                 tolerance: tol,
                 ppn: 1,
+                wire_latency: 0,
             },
         );
         f.verify = true;
@@ -1237,6 +1261,46 @@ mod tests {
         let t = drive(&mut f, &[m(0, 1_000_000_000, &[0])]);
         close(t[0], 1e12, 1.0);
         assert_eq!(f.link_bytes(), &[1e9]);
+    }
+
+    /// LogGOPS `L` (wire_latency) 3 µs, ranks 0,1 on host 0 and 2,3 on host 1,
+    /// one 1 GB/s link of 1 µs latency on every route: 1 MB takes 1 ms on the
+    /// link; between hosts it arrives at 1 ms + 1 µs + 3 µs, within host 0 at
+    /// 1 ms + 1 µs (no L, as in `loggops`); under CM02 the latency phase is
+    /// 1 µs (L is no sharing weight) and L still comes on arrival.
+    #[test]
+    fn wire_latency_is_paid_between_hosts_only() {
+        for sharing in [Sharing::MaxMin, Sharing::Cm02] {
+            let mut f = FlowFabric::new(
+                links(&[1e9], &[1_000_000]),
+                FlowConfig {
+                    sharing,
+                    nic_bandwidth: 0.0,
+                    n_endpoints: 4,
+                    tolerance: 0,
+                    ppn: 2,
+                    wire_latency: 3_000_000,
+                },
+            );
+            let mut inter = m(0, 1_000_000, &[0]);
+            inter.dst = 2;
+            let t = drive(&mut f, &[inter]);
+            close(t[0], 1e9 + 1e6 + 3e6, 2.0);
+            let mut f2 = FlowFabric::new(
+                links(&[1e9], &[1_000_000]),
+                FlowConfig {
+                    sharing: Sharing::MaxMin,
+                    nic_bandwidth: 0.0,
+                    n_endpoints: 4,
+                    tolerance: 0,
+                    ppn: 2,
+                    wire_latency: 3_000_000,
+                },
+            );
+            let t = drive(&mut f2, &[m(0, 1_000_000, &[0]), m(0, 0, &[0])]);
+            close(t[0], 1e9 + 1e6, 2.0);
+            close(t[1], 1e6, 0.5);
+        }
     }
 
     #[test]

@@ -15,13 +15,13 @@ the model is too fast).
 The network, when not given: ``crossbar:N@bw=B,lat=0us+ppn=K`` — one switch,
 every link as fast as the NIC (``B`` the largest one-way bandwidth OSU saw
 through it: ``osu_bw``, half of ``osu_bibw``, ``osu_mbw_mr``), no link
-latency (the profile's ``L`` already holds the whole ``osu_latency``; the
-``flow`` model charges no ``L``, so with it ``L`` goes onto the links), the
-node's ``lat`` and ``bw`` from the intra-node level where the profile has one
+latency (the profile's ``L`` already holds the whole ``osu_latency``, and both
+event models charge it to a message between hosts), the node's ``lat`` and
+``bw`` from the intra-node level where the profile has one
 (:meth:`~topocoll.sim.profile.MachineProfile.node_options`; topocoll's node
-defaults otherwise, which :attr:`OsuCheck.notes` says). ``MachineProfile.network_spec``
-(``calibrate --spec``, written at the same time) follows the same rule: once both
-are in, this should call it, so the rule has one home.
+defaults otherwise, which :attr:`OsuCheck.notes` says): it is
+:meth:`~topocoll.sim.profile.MachineProfile.network_spec`, what ``calibrate --spec``
+prints.
 
 Mechanisms the profile leaves out can be switched on one at a time
 (``mechanisms=``), each from a point-to-point benchmark or a published figure,
@@ -212,24 +212,14 @@ def _library(library) -> str:
                         "version whose default choice is emulated)") from None
 
 
-def default_network(profile: MachineProfile, p: int, ppn: int | None, *, link_latency: float = 0.0,
-                    nic: float | None = None) -> tuple[str, list]:
-    """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host (module doc),
-    and the notes on what it assumes; ``link_latency`` (s) replaces ``lat=0us`` on the fabric's links,
-    ``nic`` (B/s) the NIC's bandwidth (:meth:`MachineProfile.nic_bandwidth`)."""
+def default_network(profile: MachineProfile, p: int, ppn: int | None, *, nic: float | None = None) -> tuple[str, list]:
+    """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host, and the notes
+    on what it assumes: :meth:`MachineProfile.network_spec` (``calibrate --spec``, the rule's one home) with
+    ``N = ceil(p / ppn)`` hosts; ``nic`` (B/s) the NIC's bandwidth (default
+    :meth:`MachineProfile.nic_bandwidth`)."""
     ppn = ppn or 1
-    hosts = -(-p // ppn)
-    nic = profile.nic_bandwidth() if nic is None else nic
-    spec = f"crossbar:{hosts}@bw={spec_value('bw', nic)},lat={spec_value('lat', link_latency)}"
-    notes = []
-    if ppn > 1:
-        node = profile.node_options()
-        spec += f"+ppn={ppn}" + "".join(f",{k}={spec_value(k, v)}" for k, v in node.items())
-        if not node:
-            notes.append("no intra-node osu_latency in the profile: messages within a node cost topocoll's node "
-                         "defaults (0.3 µs, 10 GB/s per rank, 100 GB/s per node), not measurements")
-        notes.append("the node's memory bandwidth (mem=) is not in OSU output: topocoll's default 100 GB/s")
-    return spec, notes
+    made = profile.network_spec(nodes=-(-p // ppn), ppn=ppn, nic_bandwidth=nic)
+    return made.spec, list(made.notes)
 
 
 def _with_mechanisms(profile: MachineProfile, mechanisms) -> tuple[MachineProfile, float]:
@@ -340,25 +330,15 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
             raise SpecError(f"check: kept {benchmark} with ppn={ppn!r}, expected a whole number of ranks per "
                             f"node in 1..p={p}, or null")
         collective = COLLECTIVES[benchmark]
-        run_costs = costs
         if network is None:
-            link_latency = 0.0
-            if model == "flow":
-                # the flow model charges a message its route's link latencies and no LogGOPS L
-                # (src/engine/flow.rs: arrival at t_done + Σ latency of the route), so the profile's L
-                # goes onto the fabric: half on each of a crossbar route's two links (host → switch → host)
-                link_latency, run_costs = costs.L / 2, replace(costs, L=0.0)
-            spec, why = default_network(costs, p, ppn, link_latency=link_latency, nic=nic)
+            spec, why = default_network(costs, p, ppn, nic=nic)
             notes += [n for n in why if n not in notes]
         else:
             spec = network
-            if model == "flow":
-                why = "the flow model charges no LogGOPS L: the given network's link latencies are a message's whole latency"
-                notes += [why] if why not in notes else []
         networks[benchmark] = spec
         shared = bool(ppn and ppn > 1)
-        platform = run_costs.platform(model=model, network=make_network(spec, p), layer="mpi")
-        options = run_costs.engine_options(layer="mpi", shared_nic=shared)
+        platform = costs.platform(model=model, network=make_network(spec, p), layer="mpi")
+        options = costs.engine_options(layer="mpi", shared_nic=shared, model=model)
         if "rendezvous" in mechanisms:
             options = apply_preset(options, "mpi", keep=("eager",) if profile.eager is not None else ())
         config = EngineConfig(model, options)

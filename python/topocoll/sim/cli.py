@@ -174,7 +174,8 @@ def engine_options(args) -> EngineOptions:
     profile = profile_of(args)
     keep = tuple(given)
     if profile is not None:
-        options = profile.engine_options(shared_nic=shared_nic(args), **common, **explicit)
+        options = profile.engine_options(shared_nic=shared_nic(args), model=getattr(args, "model", None) or "loggops",
+                                         **common, **explicit)
         if profile.eager is not None:   # the threshold measured on the machine wins over the preset's
             keep += ("eager",)
     else:
@@ -192,7 +193,7 @@ def profile_engine_options(args) -> EngineOptions | None:
     profile = profile_of(args)
     if profile is None:
         return None
-    options = profile.engine_options(shared_nic=shared_nic(args))
+    options = profile.engine_options(shared_nic=shared_nic(args), model=getattr(args, "model", None) or "loggops")
     return apply_preset(options, getattr(args, "preset", None), keep=("eager",) if profile.eager is not None else ())
 
 

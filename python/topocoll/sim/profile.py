@@ -290,7 +290,8 @@ class MachineProfile:
         return best if best > 0 else 1.0 / (level.beta or self.beta)
 
     def network_spec(self, *, topology: str | None = None, nodes: int = 2, ppn: int = 1,
-                     memory_bandwidth: float | None = None, distribution: str = "block") -> "NetworkSpec":
+                     memory_bandwidth: float | None = None, distribution: str = "block",
+                     nic_bandwidth: float | None = None) -> "NetworkSpec":
         """The ``SPEC+ppn=K`` network (:mod:`topocoll.topology.nodes`) that goes with this profile,
         for ``--topology`` beside ``--profile`` (``topocoll calibrate --spec``).
 
@@ -298,9 +299,10 @@ class MachineProfile:
         :meth:`loggops`); the spec carries what the profile cannot: the links' bandwidth and the node.
 
         - fabric: ``topology`` (default ``crossbar:NODES``, one switch) with ``bw=`` the NIC's
-          bandwidth (:meth:`nic_bandwidth`: every link as fast as the NIC, a non-blocking fabric)
-          and ``lat=0us``: the profile's ``L`` already holds the whole wire latency OSU measured, and
-          a link latency would count it twice. ``@`` options the spec gives win.
+          bandwidth (``nic_bandwidth``, default :meth:`nic_bandwidth`: every link as fast as the NIC,
+          a non-blocking fabric) and ``lat=0us``: the profile's ``L`` already holds the whole wire
+          latency OSU measured — every event model charges it to a message between hosts, ``flow``
+          included — and a link latency would count it twice. ``@`` options the spec gives win.
         - node (``ppn`` > 1; with one rank per node the spec is the fabric alone): ``ppn``, ``dist``
           (when not block), ``lat`` = α and ``bw`` = 1/β of the ``intra`` level (:meth:`node_options`;
           left out without one: the node's defaults then apply, and a note says so), ``mem`` =
@@ -330,7 +332,11 @@ class MachineProfile:
         body, at, given_text = fabric.partition("@")
         given = [item for item in given_text.split(",") if item.strip()] if at else []
         keys = {item.partition("=")[0].strip() for item in given}
-        values = {"bw": self.nic_bandwidth(), "lat": 0.0}
+        if nic_bandwidth is not None:
+            if isinstance(nic_bandwidth, bool) or not isinstance(nic_bandwidth, (int, float)) \
+                    or not math.isfinite(nic_bandwidth) or nic_bandwidth <= 0:
+                raise SpecError(f"network_spec: nic_bandwidth={nic_bandwidth!r}, expected a finite number > 0 (B/s)")
+        values = {"bw": self.nic_bandwidth() if nic_bandwidth is None else nic_bandwidth, "lat": 0.0}
         added = [f"{key}={spec_value(key, value)}" for key, value in values.items() if key not in keys]
         own_latency = [item for item in given if item.partition("=")[0].strip().endswith("lat")
                        and parse_latency(item.partition("=")[2]) > 0]
@@ -370,15 +376,17 @@ class MachineProfile:
             return 1.0 / level.message_rate
         return self.g
 
-    def loggops(self, layer: str = "executor", shared_nic: bool = False) -> dict:
+    def loggops(self, layer: str = "executor", shared_nic: bool = False, model: str = "loggops") -> dict:
         """The LogGOPS parameters the event engine gets: ``o_send``,
         ``o_recv``, ``g``, ``L`` (s) and ``G`` (s/B).
 
         - ``g`` and ``L``: LogGP keeps ``g`` out of a lone message's latency
           (``o_s + L + o_r``) and lets a stream leave every ``max(o, g)``
-          (Alexandrov et al. 1995, §2); the engine also keeps a lone message
-          ``g`` on its NIC lane before it leaves, so it gets ``L − g`` (at
-          least 0): a small message then costs ``o_s + max(g, L) + o_r``.
+          (Alexandrov et al. 1995, §2); the ``loggops`` model also keeps a
+          lone message ``g`` on its NIC lane before it leaves, so it gets
+          ``L − g`` (at least 0): a small message then costs
+          ``o_s + max(g, L) + o_r``. The ``flow`` model has no NIC lane (no
+          ``g``), so ``model="flow"`` gets ``L`` whole.
         - ``layer="mpi"``: the raw LogGP overheads, ``G`` (``β`` if no ``G``).
         - ``layer="executor"`` (default): what topocoll's plan executor adds
           to a message — its time per exchange round at the smallest size,
@@ -395,7 +403,8 @@ class MachineProfile:
             extra = max(0.0, self.executor_alpha - (o_send + max(self.g, self.L) + o_recv))
             o_send, o_recv, per_byte = o_send + extra / 2, o_recv + extra / 2, self.executor_beta
         g = self.nic_gap(shared_nic)
-        return dict(o_send=o_send, o_recv=o_recv, g=g, L=max(0.0, self.L - g), G=per_byte)
+        wire = self.L if model == "flow" else max(0.0, self.L - g)
+        return dict(o_send=o_send, o_recv=o_recv, g=g, L=wire, G=per_byte)
 
     def call_overhead(self, layer: str = "executor") -> float:
         """Seconds a collective call costs beyond its messages and operations
@@ -422,10 +431,11 @@ class MachineProfile:
             alpha, beta = self.executor_alpha, self.executor_beta
         return Platform(alpha=alpha, bandwidth=1.0 / beta, reduce_bandwidth=self.reduce_bandwidth, network=network)
 
-    def engine_options(self, layer: str = "executor", shared_nic: bool = False, **overrides) -> EngineOptions:
-        """The LogGOPS :class:`EngineOptions` of this machine (:meth:`loggops`);
+    def engine_options(self, layer: str = "executor", shared_nic: bool = False, model: str = "loggops",
+                       **overrides) -> EngineOptions:
+        """The LogGOPS :class:`EngineOptions` of this machine for ``model`` (:meth:`loggops`);
         ``overrides`` (e.g. ``sync="rounds"``) replace single fields."""
-        costs = self.loggops(layer, shared_nic)
+        costs = self.loggops(layer, shared_nic, model)
         values = dict(o_recv=costs["o_recv"], g=costs["g"], G=costs["G"], L=costs["L"],
                       copy_bandwidth=self.copy_bandwidth)
         if self.eager is not None:
