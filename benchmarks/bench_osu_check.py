@@ -41,12 +41,54 @@ COLUMNS = (("openmpi-5.0", "loggops", ()), ("openmpi-5.0", "loggops", ("overhead
            ("openmpi-4.0", "flow", ("overhead", "both-ways")))
 
 
-def _profile():
+#: a second published set, checked the same way (docs/calibration.md §3, "A second cluster"): CSD3's Cascade
+#: Lake partition, Open MPI 3.1.6 over UCX (3.x has 4.0's fixed rules), OMB 5.6.3, the same 2 × 32 ranks
+CSD3 = ROOT / "out" / "csd3"
+CSD3_FILES = ("inter:osu_latency.txt", "inter:osu_bw.txt", "inter:osu_bibw.txt", "inter:mbw_Osu_mbw_mr__32.txt",
+              "p=64,ppn=32:osu_allreduce_64.txt", "p=64,ppn=32:osu_alltoall_64.txt")
+
+
+def _profile(data=DATA, files=FILES):
     specs = []
-    for item in FILES:
+    for item in files:
         head, _, name = item.rpartition(":")
-        specs.append(f"{head}:{DATA / name}")
+        specs.append(f"{head}:{data / name}")
     return profile_from_osu(specs).profile
+
+
+def _second_cluster() -> list:
+    """The csd3 rows: the same settings' summaries, and every size for the two mechanism-complete ones."""
+    if not CSD3.is_dir():
+        return ["", f"Second cluster (CSD3 Cascade Lake): not measured here ({CSD3} does not exist; "
+                    "docs/calibration.md §3 fetches the files)."]
+    profile = _profile(CSD3, CSD3_FILES)
+    results = {(lib, model, mech): check(profile, library=lib, model=model, mechanisms=mech)
+               for lib in ("openmpi-4.0", "openmpi-5.0") for model in MODELS for mech in STEPS}
+    some = next(iter(results.values()))
+    out = ["", "### Second cluster: CSD3 Cascade Lake (`out/csd3/`)", "",
+           "Same procedure, another published set: CSD3 partition `cclake-ib-gcc9-ompi3-ucx` (Open MPI 3.1.6 over "
+           "UCX, `mlx5_0`, OMB 5.6.3; osu_mbw_mr with 32 pairs on the collectives' 2 × 32 layout), network `"
+           + some.networks["osu_alltoall"] + "`:", "",
+           "```",
+           "topocoll calibrate --from-osu " + " ".join(f"{f.rpartition(':')[0]}:out/csd3/{f.rpartition(':')[2]}"
+                                                       for f in CSD3_FILES) + " -o out/csd3.json",
+           "topocoll calibrate --check out/csd3.json --library openmpi-4.0 --mechanism overhead --mechanism both-ways",
+           "```", "",
+           "| library | model | mechanisms | osu_allreduce | osu_alltoall | all |",
+           "|---|---|---|---|---|---|"]
+    for (lib, model, mech), r in results.items():
+        out.append(f"| {lib} | {model} | {_label(mech)} | {_summary_cell(r.summary('osu_allreduce'))} | "
+                   f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
+    columns = (("openmpi-4.0", "loggops", ("overhead", "both-ways")), ("openmpi-4.0", "flow", ("overhead", "both-ways")))
+    for benchmark in ("osu_allreduce", "osu_alltoall"):
+        head = " | ".join(f"{lib} {model} {_label(mech)}" for lib, model, mech in columns)
+        out += ["", f"CSD3, every size of {benchmark} (µs; predicted and ratio):", "",
+                f"| size (B) | measured | {head} | Open MPI 4.0 algorithm |", "|---:|---:|---:|---:|---|"]
+        series = [[p for p in results[c].points if p.benchmark == benchmark] for c in columns]
+        for row in zip(*series):
+            cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" for p in row)
+            out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} |")
+    return out
 
 
 def _existing() -> str:
@@ -125,7 +167,9 @@ def run() -> str:
                 f"osu_alltoall {_summary_cell(sens.summary('osu_alltoall'))}; per size (ratio): "
                 + ", ".join(f"{p.size}: {p.ratio:.2f}" for p in sens.points if p.benchmark == "osu_allreduce")
                 + " (allreduce)."]
-    out += ["", f"({len(results) + 1} checks of 40 sizes in {time.perf_counter() - start:.1f} s.)", ""]
+    out += _second_cluster()
+    out += ["", f"({len(results) + 1} checks of 40 sizes on alaska and {2 * len(MODELS) * len(STEPS)} on csd3 in "
+                f"{time.perf_counter() - start:.1f} s.)", ""]
     return "\n".join(out)
 
 
