@@ -474,6 +474,13 @@ CLOSED = [   # (argv with {dir}, a fragment the one line must hold)
      "simulated time could reach 2.577e+09 s"),
     (SIM + ["--latency", "3e7"], "simulate: L=30000000.0 s, expected a finite time in 0..1e+06 s"),
     (SIM + ["--alpha", "1e308"], "simulate: alpha=1e+308 s, expected a finite time in 0..1e+06 s"),
+    # LogGOPS flags a model does not use were ignored with exit 0
+    (SIM + ["--model", "flow", "--gap", "1e-6"], "--gap 1e-06 with the flow model, expected --gap only with "
+                                                  "--model loggops"),
+    (SIM + ["--model", "flow", "--gap-per-byte", "1e-9"], "--gap-per-byte 1e-09 with the flow model"),
+    (SIM + ["--model", "congestion", "--latency", "1e-6"], "--latency 1e-06 with the congestion model, expected "
+                                                          "--latency only with --model loggops or --model flow"),
+    (SIM + ["--model", "packet", "--latency", "1e-6"], "--latency 1e-06 with the packet model"),
     (["simulate", "allreduce", "ring", "-P", "4", "--size", "1G", "--model", "packet", "--packet-bytes", "1"],
      "about 6,442,450,968 packets (6,442,450,944 B in 24 messages at packet_bytes=1), expected at most "
      "4,294,967,296 (MAX_PACKETS)"),

@@ -58,6 +58,11 @@ def parse_os_noise(text: str | None, seed_value: int) -> OsNoise | None:
     raise SpecError(f"--os-noise {text!r}, expected periodic:PERIOD,LENGTH, random:GAP,LENGTH or trace:FILE")
 
 
+#: LogGOPS flags and the models that use them: g and G are the loggops NIC lane's; L is charged by loggops
+#: and flow (src/engine/flow.rs) to a message between hosts; congestion and packet price the wire themselves
+_LOGGOPS_FLAGS = (("--gap", "gap", ("loggops",)), ("--gap-per-byte", "gap_per_byte", ("loggops",)),
+                  ("--latency", "latency", ("loggops", "flow")))
+
 #: engine flags a machine profile (``--profile``) can set: argparse dest, EngineOptions field, built-in default
 #: (each default read from :class:`EngineOptions`, its one home)
 _ENGINE_FLAGS = tuple((dest, name, EngineOptions.__dataclass_fields__[name].default)
@@ -256,6 +261,10 @@ def check_model_options(args, *, model: str) -> None:
         for flag, dest, _, _ in _PACKET_FLAGS:
             if dest.startswith("bgl_") and getattr(args, f"packet_{dest}", None) is not None:
                 raise SpecError(f"{flag} without --nic bgl, expected {flag} only with --nic bgl")
+    for flag, dest, models in _LOGGOPS_FLAGS:
+        if getattr(args, dest, None) is not None and model not in models:
+            raise SpecError(f"{flag} {getattr(args, dest):g} with the {model} model, expected {flag} only with "
+                            f"{' or '.join('--model ' + m for m in models)} (the {model} model does not use it)")
     if getattr(args, "ports", None) is not None and model not in PORTS_MODELS:
         raise SpecError(f"--ports {args.ports} with the {model} model, expected --ports only with "
                         f"{' or '.join('--model ' + m for m in PORTS_MODELS)} (the {model} model has no NIC ports)")
@@ -332,11 +341,12 @@ def add_engine_arguments(p, *, default_model="loggops") -> None:
     p.add_argument("--o-recv", type=finite_float(unit="s"), default=None,
                    help="receiver overhead o_r in s (default 0, or the profile's)")
     p.add_argument("--gap", type=finite_float(unit="s"), default=None,
-                   help="LogGOPS g in s (default 0, or the profile's)")
+                   help="LogGOPS g in s, loggops model only (default 0, or the profile's)")
     p.add_argument("--gap-per-byte", type=finite_float(unit="s/B"), default=None,
-                   help="LogGOPS G in s/B (default 0, or the profile's)")
+                   help="LogGOPS G in s/B, loggops model only (default 0, or the profile's)")
     p.add_argument("--latency", type=finite_float(unit="s"), default=None,
-                   help="LogGOPS L in s, on top of the links' latencies (default 0, or the profile's)")
+                   help="LogGOPS L in s, on top of the links' latencies, for a message between hosts; loggops and "
+                        "flow models (default 0, or the profile's)")
     p.add_argument("--window", type=bounded_int(0, MAX_WINDOW, what="messages in flight per rank, 0 = no limit"),
                    default=0,
                    help="throttling: at most this many messages of a rank in flight (default 0: no limit)")
