@@ -35,8 +35,9 @@ def test_markdown_subset_by_hand():
 def test_a_reproduction_page_reads_at_phone_and_desktop_widths(tmp_path):
     from topocoll.reproduce import reproduce, write_index
     result, md = reproduce("butterfly", tmp_path, quick=True)
-    write_index([(result, md)], tmp_path)
     html_page = md.with_suffix(".html")
+    assert "../index.html" not in html_page.read_text()          # `reproduce NAME` alone: no index, no link
+    write_index([(result, md)], tmp_path)
     assert '<a href="../index.html">all reproductions</a>' in html_page.read_text()
     assert '<a href="butterfly/butterfly.html">butterfly</a>' in (tmp_path / "index.html").read_text()
     assert check_layout(html_page, tmp_path) == {390: "OK", 1280: "OK"}

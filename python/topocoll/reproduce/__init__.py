@@ -75,6 +75,7 @@ def write_index(results, out) -> Path:
     from .common import _write_html_beside
     html_index = _write_html_beside(index, "Reproductions", [])
     html_index.replace(index.with_name("index.html"))
+    link_back(out)          # the pages written before it now link to it
     return index
 
 

@@ -170,7 +170,9 @@ def write_result(result: Result, out: Path) -> Path:
         lines += ["", "## Not reproduced here", ""] + [f"- {t}" for t in result.not_done]
     page = out / f"{result.name}.md"
     write_text(page, "\n".join(lines) + "\n", option="--out")
-    _write_html_beside(page, result.title, [("../index.html", "all reproductions")], up=2)
+    # the index is written after the pages (write_index links them back); a page alone links to none
+    nav = [("../index.html", "all reproductions")] if (out.parent / "index.html").is_file() else []
+    _write_html_beside(page, result.title, nav, up=2)
     return page
 
 
