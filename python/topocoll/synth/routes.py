@@ -94,14 +94,29 @@ def pair_routes(network, p: int) -> PairRoutes:
         one static route per pair; a route table above
         :data:`MAX_ROUTE_ENTRIES` entries.
     """
-    from ..topology import route
-
     if not 1 <= p <= MAX_SYNTH_P:
         raise SpecError(f"synthesize: P={p}, expected 1..{MAX_SYNTH_P} ranks (the all-gather of P={MAX_SYNTH_P} "
                         "already moves 4.2 M blocks, the per-rank views' bound)")
     order = np.asarray(network.order, dtype=np.int64)
     if order.shape[0] != p:
         raise SpecError(f"synthesize: the network places {order.shape[0]} ranks, expected P={p}")
+    # kept on the (frozen, never modified) Network itself: `tune --synthesize` asks for the same routes
+    # to write, to match and to plan (up to three times per P, seconds each at P = 1024), and the table
+    # goes when the network does
+    cached = getattr(network, "_pair_routes", None)
+    if cached is not None and cached.p == p:
+        return cached
+    made = _pair_routes(network, p, order)
+    try:
+        object.__setattr__(network, "_pair_routes", made)
+    except (AttributeError, TypeError):      # a network object without a __dict__: not cached
+        pass
+    return made
+
+
+def _pair_routes(network, p: int, order: np.ndarray) -> PairRoutes:
+    from ..topology import route
+
     router = network.router
     router.require_static("synthesize")
     if router.multipath:

@@ -352,3 +352,15 @@ def test_json_file_is_the_stdout_json_and_an_output_twice_is_refused(tmp_path, c
     assert main(argv + ["--json", str(same), "--out", str(same)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(same) in err[0] and not same.exists()
+
+
+def test_pair_routes_are_made_once_per_network_and_not_shared_between_placements():
+    """`tune --synthesize` asks for one network's routes up to three times per P: the second ask is the
+    same table; another placement of the same fabric gets its own (a different fingerprint)."""
+    block = make_network("kary:4,2", 16)
+    first = pair_routes(block, 16)
+    assert pair_routes(block, 16) is first
+    shuffled = make_network("kary:4,2", 16, order="random", seed=5)
+    other = pair_routes(shuffled, 16)
+    assert other is not first and other.sha256 != first.sha256
+    assert pair_routes(make_network("kary:4,2", 16), 16).sha256 == first.sha256   # same routes, fresh network
