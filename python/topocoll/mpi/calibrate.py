@@ -639,6 +639,9 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
     collectives, warnings, files = [], [], []
     for spec in specs:
         spec = parse_spec(spec) if isinstance(spec, str) else spec
+        if _is_imb_file(spec.path):
+            _add_imb(spec, tables, files, warnings)
+            continue
         table = read_osu(spec.path)
         warnings += table.warnings
         _check_qualifiers(spec, table)
@@ -709,6 +712,42 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
                      + f" ({len(c['points'])} sizes) in the profile's meta, to compare predictions with")
     lines += [f"note       {n}" for n in notes]
     return OsuCalibration(profile, lines, warnings)
+
+
+def _is_imb_file(path) -> bool:
+    """Whether ``path`` starts like IMB-MPI1 output (unreadable files go on to :func:`read_osu`, which
+    says why in one line)."""
+    from .imb import is_imb
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return is_imb(head.decode("utf-8", errors="replace"))
+
+
+def _add_imb(spec: OsuSpec, tables: dict, files: list, warnings: list) -> None:
+    """An IMB-MPI1 file (``LEVEL,ppn=K:FILE``): its blocks whose pairs ran at ``LEVEL`` as the OSU tables
+    they correspond to (:mod:`topocoll.mpi.imb`)."""
+    from .imb import imb_tables, read_imb
+    if spec.level is None or spec.ppn is None or spec.p is not None:
+        raise SpecError(f"--from-osu {spec.path}: IMB output, expected intra,ppn=K:{spec.path} or "
+                        f"inter,ppn=K:{spec.path} (which pairs to read, and the job's ranks per node: IMB's "
+                        "output says neither)")
+    blocks, read_warnings = read_imb(spec.path)
+    warnings += read_warnings
+    made = imb_tables(blocks, spec.level, spec.ppn, warnings)
+    if not made:
+        raise SpecError(f"--from-osu {spec.path}: no PingPong, Uniband or Biband block of this file has its pairs "
+                        f"{spec.level}-node with ppn={spec.ppn} (block placement), expected at least one")
+    for kind, table in made.items():
+        key = (spec.level, kind)
+        if key in tables:
+            raise SpecError(f"--from-osu: two osu_{kind} tables for level {spec.level} ({tables[key].path}, "
+                            f"{table.path}), expected at most one")
+        tables[key] = table
+        files.append(dict(path=table.path, benchmark=f"osu_{kind}", title=table.title, level=spec.level, p=None,
+                          ppn=spec.ppn, rows=len(table.sizes)))
 
 
 def _check_qualifiers(spec: OsuSpec, table: OsuTable) -> None:

@@ -264,14 +264,31 @@ class MachineProfile:
 
     def node_options(self) -> dict:
         """The node-spec options (:mod:`topocoll.topology.nodes`) the
-        ``intra`` level gives: ``lat`` = its α (the one-way shared-memory
-        latency: OSU's ping-pong between two ranks of a node, whose CPU
-        overheads the profile leaves at 0) and ``bw`` = 1/β (one rank's copy
-        bandwidth); empty without an intra-node ``osu_latency``."""
+        ``intra`` level gives, each only where it was measured:
+
+        - ``lat`` = its α (the one-way shared-memory latency: OSU's ping-pong
+          between two ranks of a node, whose CPU overheads the profile leaves
+          at 0) and ``bw`` = 1/β (one rank's copy bandwidth), from an
+          intra-node ``osu_latency``;
+        - without one, ``bw`` = one pair's streaming bandwidth (``osu_bw``,
+          IMB ``Uniband`` of one pair);
+        - ``mem`` = what several pairs within the node moved together
+          (``osu_mbw_mr`` or IMB ``Uniband`` of more than one pair): the node
+          model's memory path is what they share. It is a lower bound when
+          they did not saturate it (their sum below pairs × ``bw``): more
+          pairs might move more.
+        """
         intra = self.levels.get("intra")
-        if intra is None or not intra.beta > 0:
+        if intra is None:
             return {}
-        return {"lat": intra.alpha, "bw": 1.0 / intra.beta}
+        out = {}
+        if intra.beta > 0:
+            out.update(lat=intra.alpha, bw=1.0 / intra.beta)
+        elif intra.stream_bandwidth > 0:
+            out["bw"] = intra.stream_bandwidth
+        if intra.message_rate_pairs > 1 and intra.message_rate_bandwidth > 0:
+            out["mem"] = intra.message_rate_bandwidth
+        return out
 
     def network_level(self) -> LevelCosts | None:
         """The level the network parameters come from (``meta.network_level``, default ``inter``),
@@ -351,12 +368,22 @@ class MachineProfile:
         if ppn > 1 and not intra:
             notes.append("the profile has no intra-node level (osu_latency with both ranks on one node): the node's "
                          "lat and bw are topocoll's defaults, not measurements")
+        elif ppn > 1 and "lat" not in intra:
+            notes.append("no intra-node ping-pong (osu_latency, IMB PingPong on one node): the node's lat is "
+                         "topocoll's default, not a measurement")
         node.update(intra if ppn > 1 else {})
         if memory_bandwidth is not None:
             if ppn == 1:
                 raise SpecError(f"network_spec: memory_bandwidth={memory_bandwidth:g} B/s with ppn=1, expected it "
                                 "only with several ranks per node (one rank per node has no node model)")
             node["mem"] = memory_bandwidth
+        elif ppn > 1 and "mem" in intra:
+            level = self.levels["intra"]
+            notes.append(f"the node's mem= is what {level.message_rate_pairs} pairs within a node moved together "
+                         f"({level.message_rate_bandwidth / 1e9:.3g} GB/s, the intra-node osu_mbw_mr or IMB Uniband)"
+                         + ("; they did not saturate it (less than pairs × bw): a lower bound"
+                            if "bw" in intra and level.message_rate_bandwidth >= 0.9 * level.message_rate_pairs
+                            * intra["bw"] else ""))
         elif ppn > 1:
             notes.append("the node's memory bandwidth (mem=) is not in OSU output: give it with --mem (STREAM), "
                          "else topocoll's default applies")
