@@ -56,6 +56,35 @@ def _profile(data=DATA, files=FILES):
     return profile_from_osu(specs).profile
 
 
+#: alaska's intra-node point-to-point numbers: IMB-MPI1 uniband -npmin 1 on 2 nodes × 32 ranks (the same
+#: Open MPI 4.0.3/UCX partition; pairs of 2..32 processes ran within the first node)
+ALASKA_IMB = "intra,ppn=32:imb/IMB_Uniband_1_0.out"
+
+
+def _with_intra_node() -> list:
+    """alaska again, its intra-node level from IMB Uniband (bw, mem of the node model)."""
+    if not (DATA / "imb" / "IMB_Uniband_1_0.out").is_file():
+        return ["", f"alaska with its IMB intra-node numbers: not measured here ({DATA / 'imb'} lacks "
+                    "IMB_Uniband_1_0.out; docs/calibration.md §3 fetches it)."]
+    profile = _profile(DATA, FILES + (ALASKA_IMB,))
+    rows = []
+    for model in MODELS:
+        r = check(profile, library="openmpi-4.0", model=model, mechanisms=("overhead", "both-ways"))
+        rows.append(f"| openmpi-4.0 | {model} | overhead+both-ways | {_summary_cell(r.summary('osu_allreduce'))} | "
+                    f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
+    level = profile.levels["intra"]
+    return ["", "### alaska with its intra-node numbers (IMB Uniband)", "",
+            "The same partition publishes `IMB-MPI1 uniband -npmin 1` on 2 × 32 ranks: pairs of 2 … 32 processes "
+            "ran within the first node (`calibrate --from-osu ... " + ALASKA_IMB.replace("imb/", "out/alaska/imb/")
+            + "`). One pair streams " f"{level.stream_bandwidth / 1e9:.1f} GB/s; {level.message_rate_pairs} pairs "
+            f"together {level.message_rate_bandwidth / 1e9:.0f} GB/s, so the node model gets `bw` and `mem` measured "
+            "(`" + r.networks["osu_alltoall"] + "`; `lat` stays topocoll's default: no intra-node ping-pong is "
+            "published):", "",
+            "| library | model | mechanisms | osu_allreduce | osu_alltoall | all |", "|---|---|---|---|---|---|"] \
+        + rows + ["", "No better than the node defaults: the node moves more than the default `mem` (100 GB/s), "
+                      "so the intra-node bandwidth is not what the model lacks on this cluster."]
+
+
 def _second_cluster() -> list:
     """The csd3 rows: the same settings' summaries, and every size for the two mechanism-complete ones."""
     if not CSD3.is_dir():
@@ -167,6 +196,7 @@ def run() -> str:
                 f"osu_alltoall {_summary_cell(sens.summary('osu_alltoall'))}; per size (ratio): "
                 + ", ".join(f"{p.size}: {p.ratio:.2f}" for p in sens.points if p.benchmark == "osu_allreduce")
                 + " (allreduce)."]
+    out += _with_intra_node()
     out += _second_cluster()
     out += ["", f"({len(results) + 1} checks of 40 sizes on alaska and {2 * len(MODELS) * len(STEPS)} on csd3 in "
                 f"{time.perf_counter() - start:.1f} s.)", ""]
