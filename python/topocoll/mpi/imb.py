@@ -53,7 +53,7 @@ import re
 
 import numpy as np
 
-from .osu import LEVELS, MAX_BYTES, MAX_ROWS, MAX_SIZE, OsuFormatError, OsuTable
+from .osu import LEVELS, MAX_ROWS, MAX_SIZE, OsuFormatError, OsuTable, read_text
 
 __all__ = ["ImbBlock", "is_imb", "parse_imb", "read_imb", "pair_level", "imb_tables", "MAX_BLOCKS"]
 
@@ -92,19 +92,7 @@ def is_imb(text: str) -> bool:
 def read_imb(path) -> tuple[list[ImbBlock], list[str]]:
     """The blocks of one IMB output file and the warnings (:func:`parse_imb`)."""
     path = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise OsuFormatError(f"{path}: {e.strerror}, expected an IMB-MPI1 output file") from None
-    if len(data) > MAX_BYTES:
-        raise OsuFormatError(f"{path}: larger than {MAX_BYTES} bytes, expected the text of one IMB run")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise OsuFormatError(f"{path}: byte {e.start} is not UTF-8 text, expected the text IMB-MPI1 prints") \
-            from None
-    return parse_imb(text, path=path)
+    return parse_imb(read_text(path, "an IMB-MPI1 output file", "IMB-MPI1"), path=path)
 
 
 def parse_imb(text: str, *, path: str = "<imb>") -> tuple[list[ImbBlock], list[str]]:

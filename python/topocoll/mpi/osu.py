@@ -201,20 +201,25 @@ def read_osu(path) -> OsuTable:
     """Read one OSU output file (:func:`parse_osu`); OsuFormatError naming the
     file when it cannot be read."""
     path = str(path)
+    return parse_osu(read_text(path, "an OSU Micro-Benchmarks output file", "an OSU benchmark"), path=path)
+
+
+def read_text(path: str, what: str, printer: str) -> str:
+    """The UTF-8 text of a benchmark's output file, at most :data:`MAX_BYTES`; OsuFormatError naming the
+    file (``what`` it should be, ``printer`` of its text) when it cannot be read."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as e:
-        raise OsuFormatError(f"{path}: {e.strerror}, expected an OSU Micro-Benchmarks output file") from None
+        raise OsuFormatError(f"{path}: {e.strerror}, expected {what}") from None
     if len(data) > MAX_BYTES:
-        raise OsuFormatError(f"{path}: larger than {MAX_BYTES} bytes, expected the text of one OSU run "
+        raise OsuFormatError(f"{path}: larger than {MAX_BYTES} bytes, expected the text of one run of {what} "
                              "(a few kilobytes)")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise OsuFormatError(f"{path}: byte {e.start} is not UTF-8 text, expected the text an OSU benchmark "
+        raise OsuFormatError(f"{path}: byte {e.start} is not UTF-8 text, expected the text {printer} "
                              "prints") from None
-    return parse_osu(text, path=path)
 
 
 def parse_osu(text: str, *, path: str = "<osu>") -> OsuTable:
