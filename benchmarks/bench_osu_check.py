@@ -108,6 +108,16 @@ def _second_cluster() -> list:
     for (lib, model, mech), r in results.items():
         out.append(f"| {lib} | {model} | {_label(mech)} | {_summary_cell(r.summary('osu_allreduce'))} | "
                    f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
+    if (CSD3 / "imb" / "IMB_Uniband_1_0.out").is_file():
+        # its IMB uniband -npmin 1 on 2 × 56 ranks: pairs of 2 .. 32 processes within the first node
+        withimb = _profile(CSD3, CSD3_FILES + ("intra,ppn=56:imb/IMB_Uniband_1_0.out",))
+        level = withimb.levels["intra"]
+        for model in MODELS:
+            r = check(withimb, library="openmpi-4.0", model=model, mechanisms=STEPS[-1])
+            out.append(f"| openmpi-4.0 | {model} | {_label(STEPS[-1])}, node `bw`, `mem` from IMB Uniband "
+                       f"({level.stream_bandwidth / 1e9:.1f} GB/s a pair, {level.message_rate_bandwidth / 1e9:.0f} "
+                       f"GB/s for {level.message_rate_pairs} pairs) | {_summary_cell(r.summary('osu_allreduce'))} | "
+                       f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
     columns = (("openmpi-4.0", "loggops", ("overhead", "both-ways")), ("openmpi-4.0", "flow", ("overhead", "both-ways")))
     for benchmark in ("osu_allreduce", "osu_alltoall"):
         head = " | ".join(f"{lib} {model} {_label(mech)}" for lib, model, mech in columns)
