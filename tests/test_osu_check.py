@@ -77,6 +77,10 @@ def test_every_kept_size_is_predicted_on_the_ppn_network(tmp_path):
     assert all("crossbar:2@" in spec and "+ppn=8" in spec for spec in result.networks.values())
     assert all(p.predicted is not None and p.predicted > 0 for p in result.points)
     assert any("no intra-node level" in n for n in result.notes)
+    # the synthetic osu_mbw_mr ran 4 pairs, the collectives 8 ranks per node: the overhead's source is named
+    assert not any("osu_mbw_mr ran" in n for n in result.notes)
+    assert any("osu_mbw_mr ran 4 pairs, the collectives 8 ranks per node" in n
+               for n in check(path, mechanisms="overhead").notes)
 
 
 def test_overhead_keeps_a_lone_message_and_loads_the_cpu_of_many():

@@ -336,6 +336,12 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
         else:
             spec = network
         networks[benchmark] = spec
+        level = profile.network_level()
+        if "overhead" in mechanisms and ppn and level is not None and level.message_rate_pairs != ppn:
+            why = (f"overhead: osu_mbw_mr ran {level.message_rate_pairs} pairs, the collectives {ppn} ranks per node: "
+                   f"o is the per-message cost with {level.message_rate_pairs} cores of a node sending (a run of "
+                   f"{ppn} pairs matches the collectives' layout)")
+            notes += [why] if why not in notes else []
         shared = bool(ppn and ppn > 1)
         platform = costs.platform(model=model, network=make_network(spec, p), layer="mpi")
         options = costs.engine_options(layer="mpi", shared_nic=shared, model=model)
