@@ -186,6 +186,16 @@ def test_spec_gives_the_profiles_ping_latency(profile, tmp_path, ppn, level, mod
     assert json.loads(out)["time_s"] == pytest.approx(expected, rel=0.01)
 
 
+def test_a_profile_l_the_model_does_not_charge_is_said(profile, tmp_path):
+    """The packet model prices the wire by link latencies: a profile's L is named as not charged, not dropped
+    silently; loggops and flow charge it and say nothing."""
+    (tmp_path / "ping.goal").write_text(GOAL_PING)
+    for model, said in (("packet", True), ("flow", False), ("loggops", False)):
+        code, out, err = run("simulate", "goal", tmp_path / "ping.goal", "--profile", profile, "--model", model)
+        assert code == 0, err
+        assert ("is not charged (the packet model prices the wire" in out) == said, out
+
+
 def test_spec_values_are_the_profiles(profile):
     from topocoll.topology.spec import parse_topology
     code, spec, _ = run("calibrate", "--spec", profile, "--ppn", "8", "--mem", "80GB/s",

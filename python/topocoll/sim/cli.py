@@ -235,8 +235,13 @@ def model_line(args, model: str, options: EngineOptions) -> str:
     ``simulate`` and ``compare``)."""
     from .presets import describe_preset
     nic = options.packet
+    unpriced = ""
+    if model not in ("loggops", "flow") and options.L > 0:
+        # a --profile's L (--latency itself is refused with these models): said, never dropped silently
+        unpriced = (f"; the profile's L = {options.L * 1e6:.3g} µs is not charged (the {model} model prices the "
+                    "wire by the network's link latencies)")
     return (f"{model} model, {describe_preset(getattr(args, 'preset', None), options)}"
-            + (f", {nic.describe_nic()}" if model == "packet" and nic.nic != "simple" else ""))
+            + (f", {nic.describe_nic()}" if model == "packet" and nic.nic != "simple" else "") + unpriced)
 
 
 def packet_options(args) -> PacketOptions:
