@@ -214,6 +214,23 @@ def test_spec_values_are_the_profiles(profile):
                                     inter["message_rate_bandwidth"]), rel=1e-5)
 
 
+def test_from_osu_writes_the_network_with_the_profile(profile, tmp_path):
+    """--from-osu with the --spec options writes the +ppn network into the profile (meta.network) and prints
+    it; it is what `calibrate --spec` prints for the same options, and `--check` keeps its --mem."""
+    files = [f"inter:{OSU}/synthetic-inter-latency-v5.6.txt", f"inter:{OSU}/synthetic-inter-bw-v7.5.txt",
+             f"p=16,ppn=8:{OSU}/synthetic-alltoall-16-v7.5.txt"]
+    out_path = tmp_path / "p.json"
+    code, out, err = run("calibrate", "--from-osu", *files, "--mem", "40GB/s", "-o", out_path)
+    assert code == 0, err
+    stored = json.loads(out_path.read_text())["meta"]["network"]
+    assert stored["spec"].startswith("crossbar:2@") and stored["spec"].endswith("+ppn=8,mem=40GB/s")
+    assert f"network    {stored['spec']} (the profile's stored collectives: 16 ranks, 8 per node)" in out
+    code, spec, _ = run("calibrate", "--spec", out_path, "--mem", "40GB/s")
+    assert code == 0 and spec.strip() == stored["spec"]
+    from topocoll.mpi.osu_check import check
+    assert check(out_path).networks["osu_alltoall"] == stored["spec"]
+
+
 def test_spec_refusals(profile, tmp_path):
     refused(["calibrate", "--spec", profile, "-o", tmp_path / "p.json"], "-o with --spec, expected")
     refused(["calibrate", "--nodes", "3", "-o", tmp_path / "p.json"], "--nodes without --spec")

@@ -85,7 +85,7 @@ import shlex
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -854,8 +854,9 @@ def cmd_calibrate(args) -> int:
     if getattr(args, "spec_profile", None) is not None:
         return cmd_spec(args)
     spec_only = [flag for flag, dest in _SPEC_ONLY if getattr(args, dest, None) is not None]
-    if spec_only:
-        raise SpecError(f"{spec_only[0]} without --spec, expected it only with --spec PROFILE")
+    if spec_only and not getattr(args, "from_osu", None):
+        raise SpecError(f"{spec_only[0]} without --spec or --from-osu, expected it only with --spec PROFILE or "
+                        "--from-osu FILES (the network written with the profile)")
     if getattr(args, "output", None) is None:
         raise SpecError("calibrate needs -o FILE (where to write the profile), or --spec PROFILE, or --check PROFILE")
     if getattr(args, "from_osu", None):
@@ -899,8 +900,24 @@ def cmd_spec(args) -> int:
         raise SpecError(f"--nodes {args.spec_nodes} with --topology {args.topology}, expected one of them (the "
                         "topology's endpoints are the nodes)")
     check_outputs(json_output(args), input_files(args) + [("--spec", args.spec_profile)], stdout=("--json",))
-    from ..topology.network import parse_bandwidth
     profile = load_profile(args.spec_profile)
+    result, why = _network_of(profile, args)
+    if write_json(args, {"profile": args.spec_profile, **result.as_dict()}):
+        return 0
+    print(result.spec)
+    print(f"# for --topology beside --profile {args.spec_profile}{why}: links at the NIC's "
+          f"{result.nic_bandwidth / 1e9:.3g} GB/s and no latency of their own (the profile's L holds it)",
+          file=sys.stderr)
+    for note in result.notes:
+        print(f"# note: {note}", file=sys.stderr)
+    return 0
+
+
+def _network_of(profile: MachineProfile, args):
+    """The ``SPEC+ppn=K`` network of ``profile`` for the ``--nodes/--ppn/--topology/--mem/--dist`` options
+    (:meth:`MachineProfile.network_spec`; nodes and ranks per node default to the profile's stored
+    collectives when it has one layout), and the words saying where the layout came from."""
+    from ..topology.network import parse_bandwidth
     nodes, ppn, why = args.spec_nodes, args.spec_ppn, ""
     stored = {(c.get("p"), c.get("ppn")) for c in profile.meta.get("collectives", [])}
     if len(stored) == 1 and None not in next(iter(stored)) and nodes is None and ppn is None and \
@@ -913,15 +930,7 @@ def cmd_spec(args) -> int:
         raise SpecError(f"--mem {args.spec_mem!r}: {exc}") from None
     result = profile.network_spec(topology=args.topology, nodes=nodes or 2, ppn=ppn or 1,
                                   memory_bandwidth=memory, distribution=args.spec_dist or "block")
-    if write_json(args, {"profile": args.spec_profile, **result.as_dict()}):
-        return 0
-    print(result.spec)
-    print(f"# for --topology beside --profile {args.spec_profile}{why}: links at the NIC's "
-          f"{result.nic_bandwidth / 1e9:.3g} GB/s and no latency of their own (the profile's L holds it)",
-          file=sys.stderr)
-    for note in result.notes:
-        print(f"# note: {note}", file=sys.stderr)
-    return 0
+    return result, why
 
 
 def cmd_from_osu(args) -> int:
@@ -937,6 +946,12 @@ def cmd_from_osu(args) -> int:
                                                  + (["--local", args.local] if args.local else []))
     local = load_profile(args.local) if args.local else None
     result = profile_from_osu(args.from_osu, local=local, local_path=args.local or "", command=command)
+    # the +ppn network written with the profile (what `calibrate --spec` prints for it), so the two travel together
+    network, why = _network_of(result.profile, args)
+    meta = dict(result.profile.meta, network={**network.as_dict(), "layout": why.strip(" ()") or "the defaults"})
+    result = replace(result, profile=replace(result.profile, meta=meta),
+                     summary=result.summary + [f"network    {network.spec}{why}"]
+                     + [f"note       {n}" for n in network.notes])
     for warning in result.warnings[:MAX_WARNINGS_SHOWN]:
         print(f"topocoll: warning: {warning}", file=sys.stderr)
     if len(result.warnings) > MAX_WARNINGS_SHOWN:
@@ -1008,7 +1023,8 @@ def _add_arguments(p) -> None:
     p.add_argument("--local", metavar="PROFILE",
                    help="with --from-osu: a profile from `topocoll calibrate` on a compute node, whose γ, copy "
                         "and over throughputs are kept (OSU output has none)")
-    g = p.add_argument_group("the network of a profile (--spec PROFILE: measures nothing, writes no profile)")
+    g = p.add_argument_group("the network of a profile (--spec PROFILE prints it; with --from-osu it is written "
+                             "into the profile, meta.network)")
     g.add_argument("--spec", dest="spec_profile", metavar="PROFILE",
                    help="print the SPEC+ppn=K network to give --topology beside --profile PROFILE: links at the "
                         "NIC's bandwidth with no latency of their own, the node's lat and bw from the intra-node "

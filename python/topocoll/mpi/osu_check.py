@@ -216,9 +216,13 @@ def default_network(profile: MachineProfile, p: int, ppn: int | None, *, nic: fl
     """``crossbar:N@bw=NIC,lat=0us[+ppn=K,lat=..,bw=..]`` for ``p`` ranks, ``ppn`` per host, and the notes
     on what it assumes: :meth:`MachineProfile.network_spec` (``calibrate --spec``, the rule's one home) with
     ``N = ceil(p / ppn)`` hosts; ``nic`` (B/s) the NIC's bandwidth (default
-    :meth:`MachineProfile.nic_bandwidth`)."""
+    :meth:`MachineProfile.nic_bandwidth`); the node's ``mem`` given when the profile was made
+    (``meta.network``, ``calibrate --from-osu ... --mem``) is kept."""
     ppn = ppn or 1
-    made = profile.network_spec(nodes=-(-p // ppn), ppn=ppn, nic_bandwidth=nic)
+    # a memory bandwidth given when the profile was made (`calibrate --from-osu ... --mem BW`) is kept
+    mem = ((profile.meta.get("network") or {}).get("node") or {}).get("mem") if ppn > 1 else None
+    made = profile.network_spec(nodes=-(-p // ppn), ppn=ppn, nic_bandwidth=nic,
+                                memory_bandwidth=float(mem) if isinstance(mem, (int, float)) else None)
     return made.spec, list(made.notes)
 
 
