@@ -381,7 +381,7 @@ class MachineProfile:
             level = self.levels["intra"]
             notes.append(f"the node's mem= is what {level.message_rate_pairs} pairs within a node moved together "
                          f"({level.message_rate_bandwidth / 1e9:.3g} GB/s, the intra-node osu_mbw_mr or IMB Uniband)"
-                         + ("; they did not saturate it (less than pairs × bw): a lower bound"
+                         + ("; that is close to pairs × bw, so they may not have filled it: a lower bound"
                             if "bw" in intra and level.message_rate_bandwidth >= 0.9 * level.message_rate_pairs
                             * intra["bw"] else ""))
         elif ppn > 1:

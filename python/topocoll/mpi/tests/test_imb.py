@@ -109,3 +109,12 @@ def test_bad_imb_text_fails_in_one_line(text, message):
     with pytest.raises(OsuFormatError) as e:
         parse_imb(text, path="x.txt")
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_pairs_that_scale_linearly_give_mem_as_a_lower_bound():
+    """4 pairs moving 39 GB/s at 10 GB/s a pair did not show the node's limit: the note says so."""
+    from topocoll.sim.profile import LevelCosts, MachineProfile
+    intra = LevelCosts(stream_bandwidth=10e9, message_rate=4e6, message_rate_pairs=4, message_rate_bandwidth=39e9)
+    prof = MachineProfile(alpha=1e-6, beta=1e-10, reduce_bandwidth=4e9, levels={"intra": intra})
+    notes = prof.network_spec(nodes=2, ppn=8).notes
+    assert any("may not have filled it: a lower bound" in n for n in notes), notes
