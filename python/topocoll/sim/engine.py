@@ -120,7 +120,9 @@ class EngineOptions:
     G : float
         ``G``: NIC time per byte, s/B (0: the routed links alone limit).
     L : float
-        Extra latency per message on top of the links' latencies, s.
+        Extra latency per message between hosts on top of the links'
+        latencies, s (``loggops`` and ``flow``; ``congestion`` and
+        ``packet`` price the wire by the links alone).
     eager : int
         ``S``: largest eager message, bytes (larger ones use rendezvous). The
         default, 65,535 B, is SMPI's rule: its sends of fewer than
