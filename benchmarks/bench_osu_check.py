@@ -85,12 +85,19 @@ def _layout_matched() -> list:
     for (model, mech), r in results.items():
         out.append(f"| openmpi-4.0 | {model} | {_label(mech)} | {_summary_cell(r.summary('osu_allreduce'))} | "
                    f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
-    columns = [("flow", ("overhead", "both-ways")), ("loggops", ("overhead", "both-ways"))]
+    both = ("overhead", "both-ways")
+    return out + _per_size("alaska (32 pairs)", {f"openmpi-4.0 {m} {_label(both)}": results[m, both]
+                                                 for m in ("flow", "loggops")})
+
+
+def _per_size(cluster: str, columns: dict) -> list:
+    """Every size of both collectives: measured, then predicted (ratio) per column ``{heading: OsuCheck}``."""
+    out = []
     for benchmark in ("osu_allreduce", "osu_alltoall"):
-        out += ["", f"alaska (32 pairs), every size of {benchmark} (µs; predicted and ratio):", "",
-                "| size (B) | measured | " + " | ".join(f"openmpi-4.0 {m} {_label(x)}" for m, x in columns)
-                + " | Open MPI 4.0 algorithm |", "|---:|---:|---:|---:|---|"]
-        series = [[p for p in results[c].points if p.benchmark == benchmark] for c in columns]
+        out += ["", f"{cluster}, every size of {benchmark} (µs; predicted and ratio):", "",
+                f"| size (B) | measured | {' | '.join(columns)} | Open MPI 4.0 algorithm |",
+                "|---:|---:|" + "---:|" * len(columns) + "---|"]
+        series = [[p for p in r.points if p.benchmark == benchmark] for r in columns.values()]
         for row in zip(*series):
             cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" for p in row)
             out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} |")
@@ -154,16 +161,9 @@ def _second_cluster() -> list:
                        f"({level.stream_bandwidth / 1e9:.1f} GB/s a pair, {level.message_rate_bandwidth / 1e9:.0f} "
                        f"GB/s for {level.message_rate_pairs} pairs) | {_summary_cell(r.summary('osu_allreduce'))} | "
                        f"{_summary_cell(r.summary('osu_alltoall'))} | {_summary_cell(r.summary())} |")
-    columns = (("openmpi-4.0", "loggops", ("overhead", "both-ways")), ("openmpi-4.0", "flow", ("overhead", "both-ways")))
-    for benchmark in ("osu_allreduce", "osu_alltoall"):
-        head = " | ".join(f"{lib} {model} {_label(mech)}" for lib, model, mech in columns)
-        out += ["", f"CSD3, every size of {benchmark} (µs; predicted and ratio):", "",
-                f"| size (B) | measured | {head} | Open MPI 4.0 algorithm |", "|---:|---:|---:|---:|---|"]
-        series = [[p for p in results[c].points if p.benchmark == benchmark] for c in columns]
-        for row in zip(*series):
-            cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" for p in row)
-            out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[0].choice} |")
-    return out
+    both = ("overhead", "both-ways")
+    return out + _per_size("CSD3", {f"openmpi-4.0 {m} {_label(both)}": results["openmpi-4.0", m, both]
+                                    for m in ("loggops", "flow")})
 
 
 def _existing() -> str:
@@ -245,8 +245,7 @@ def run() -> str:
     out += _layout_matched()
     out += _with_intra_node()
     out += _second_cluster()
-    out += ["", f"({len(results) + 1} checks of 40 sizes on alaska and {2 * len(MODELS) * len(STEPS)} on csd3 in "
-                f"{time.perf_counter() - start:.1f} s.)", ""]
+    out += ["", f"(every check of this section, 40 sizes each, in {time.perf_counter() - start:.1f} s.)", ""]
     return "\n".join(out)
 
 
