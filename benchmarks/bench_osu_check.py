@@ -104,6 +104,36 @@ def _per_size(cluster: str, columns: dict) -> list:
     return out
 
 
+def _allgather() -> list:
+    """osu_allgather, a third collective both clusters publish on the same 2 × 32 ranks, predicted the same way."""
+    sets = (("alaska (32 pairs)", DATA, ALASKA_32), ("CSD3", CSD3, CSD3_FILES))
+    if not all((d / "osu_allgather_64.txt").is_file() for _, d, _ in sets):
+        return ["", "osu_allgather: not measured here (osu_allgather_64.txt missing under out/alaska or out/csd3; "
+                    "docs/calibration.md §3 fetches them)."]
+    out = ["", "### osu_allgather (a third collective, both clusters)", "",
+           "Both clusters publish `osu_allgather` on the same 2 × 32 ranks (`p=64,ppn=32:osu_allgather_64.txt`). "
+           "Open MPI 4.0's fixed rule (`ompi_coll_tuned_allgather_intra_dec_fixed`): recursive doubling while "
+           "P · size < 50,000 B on a power of two, then neighbor exchange on even P.", "",
+           "| cluster | model | mechanisms | osu_allgather |", "|---|---|---|---|"]
+    both, per_size = ("overhead", "both-ways"), {}
+    for name, data, files in sets:
+        profile = _profile(data, files + ("p=64,ppn=32:osu_allgather_64.txt",))
+        for model in MODELS:
+            r = check(profile, library="openmpi-4.0", model=model, mechanisms=both)
+            out.append(f"| {name} | {model} | {_label(both)} | {_summary_cell(r.summary('osu_allgather'))} |")
+            per_size[f"{name} {model}"] = r
+    out += ["", "Every size of osu_allgather (µs; predicted and ratio; measured is alaska's, then CSD3's):", "",
+            "| size (B) | alaska measured | " + " | ".join(per_size) + " | CSD3 measured | Open MPI 4.0 algorithm |",
+            "|---:|---:|" + "---:|" * len(per_size) + "---:|---|"]
+    series = [[p for p in r.points if p.benchmark == "osu_allgather"] for r in per_size.values()]
+    for row in zip(*series):
+        cells = " | ".join(f"{p.predicted * 1e6:.2f} ({p.ratio:.2f})" if p.predicted is not None else "–"
+                           for p in row)
+        out.append(f"| {row[0].size} | {row[0].measured * 1e6:.2f} | {cells} | {row[-1].measured * 1e6:.2f} | "
+                   f"{row[0].choice} |")
+    return out
+
+
 def _with_intra_node() -> list:
     """alaska again, its intra-node level from IMB Uniband (bw, mem of the node model)."""
     if not (DATA / "imb" / "IMB_Uniband_1_0.out").is_file():
@@ -243,6 +273,7 @@ def run() -> str:
                 + ", ".join(f"{p.size}: {p.ratio:.2f}" for p in sens.points if p.benchmark == "osu_allreduce")
                 + " (allreduce)."]
     out += _layout_matched()
+    out += _allgather()
     out += _with_intra_node()
     out += _second_cluster()
     out += ["", f"(every check of this section, 40 sizes each, in {time.perf_counter() - start:.1f} s.)", ""]

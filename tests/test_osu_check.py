@@ -172,6 +172,10 @@ def test_overhead_keeps_a_lone_intra_node_message_at_its_measured_alpha():
     ("allreduce", 4, 8 << 20, "ring_segmented"), ("allreduce", 4096, 4 * 4096, "nonoverlapping"),
     ("alltoall", 64, 199, "bruck"), ("alltoall", 64, 200, "basic_linear"), ("alltoall", 12, 8, "basic_linear"),
     ("alltoall", 64, 2999, "basic_linear"), ("alltoall", 64, 3000, "pairwise"), ("alltoall", 2, 8, "two_procs"),
+    # allgather: total P · size below 50000 B recursive doubling on 2^k ranks (Bruck otherwise), then
+    # neighbor exchange on even P, the ring on odd
+    ("allgather", 64, 781, "recursivedoubling"), ("allgather", 64, 782, "neighborexchange"),
+    ("allgather", 48, 1000, "bruck"), ("allgather", 49, 1100, "ring"), ("allgather", 2, 8, "two_procs"),
 ])
 def test_open_mpi_4_0_rules_at_their_thresholds(collective, p, size, algorithm):
     assert openmpi40_default(collective, p, size, itemsize=4 if collective == "allreduce" else 1).algorithm == \

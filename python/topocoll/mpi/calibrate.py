@@ -759,7 +759,7 @@ def _check_qualifiers(spec: OsuSpec, table: OsuTable) -> None:
                             "ranks shared a node)")
         if spec.p is not None or spec.ppn is not None:
             raise SpecError(f"--from-osu {spec.path}: p/ppn for osu_{table.benchmark} output, expected them only "
-                            "for osu_allreduce / osu_alltoall")
+                            "for osu_allreduce / osu_alltoall / osu_allgather")
         return
     if spec.level is not None:
         raise SpecError(f"--from-osu {spec.path}: level {spec.level} for osu_{table.benchmark} output, expected "

@@ -1,5 +1,5 @@
 """Read the text the OSU Micro-Benchmarks print (``osu_latency``, ``osu_bw``,
-``osu_bibw``, ``osu_mbw_mr``, ``osu_allreduce``, ``osu_alltoall``) into
+``osu_bibw``, ``osu_mbw_mr``, ``osu_allreduce``, ``osu_alltoall``, ``osu_allgather``) into
 tables in SI units, for ``topocoll calibrate --from-osu``
 (:func:`topocoll.mpi.calibrate.profile_from_osu`).
 
@@ -49,10 +49,11 @@ BENCHMARKS = {
     "bi-directional bandwidth": "bibw",
     "multiple bandwidth / message rate": "mbw_mr",
     "allreduce latency": "allreduce",
+    "allgather latency": "allgather",
     "all-to-all personalized exchange latency": "alltoall",
 }
 #: the benchmarks timed in µs (the others report MB/s)
-LATENCY_BENCHMARKS = ("latency", "allreduce", "alltoall")
+LATENCY_BENCHMARKS = ("latency", "allreduce", "alltoall", "allgather")
 POINT_TO_POINT = ("latency", "bw", "bibw", "mbw_mr")
 #: where the two ranks of a point-to-point run were
 LEVELS = ("intra", "inter")
@@ -71,7 +72,7 @@ _DATATYPE = re.compile(r"^#\s*Datatype:\s*(?P<name>\S+?)\.?\s*$")
 _ROW = re.compile(r"^\s*\d")
 #: unit in a column name → factor to SI
 _UNITS = (("(us)", 1e-6, "s"), ("mb/s", 1e6, "B/s"), ("messages/s", 1.0, "1/s"))
-_EXPECTED_BENCHMARKS = "osu_latency, osu_bw, osu_bibw, osu_mbw_mr, osu_allreduce or osu_alltoall"
+_EXPECTED_BENCHMARKS = "osu_latency, osu_bw, osu_bibw, osu_mbw_mr, osu_allreduce, osu_alltoall or osu_allgather"
 
 
 class OsuFormatError(ParseError, SpecError):
@@ -229,7 +230,7 @@ def parse_osu(text: str, *, path: str = "<osu>") -> OsuTable:
     ------
     OsuFormatError
         ``path:line: ..., expected ...``: no OSU title line (not OSU output),
-        a benchmark other than the six read here, a column without a unit,
+        a benchmark other than the seven read here, a column without a unit,
         a row before the column header or with the wrong number of values,
         a size not larger than the one before, a value not a positive finite
         number, a second table in the file, or no rows at all (truncated).

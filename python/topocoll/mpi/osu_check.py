@@ -68,7 +68,7 @@ WITHIN = 1.5
 #: printed size ``size * sizeof(float)``); it decides Open MPI's and MPICH's short-vector switches
 OSU_ITEMSIZE = 4
 #: the collectives a profile keeps, OSU benchmark → topocoll collective
-COLLECTIVES = {"osu_allreduce": "allreduce", "osu_alltoall": "alltoall"}
+COLLECTIVES = {"osu_allreduce": "allreduce", "osu_alltoall": "alltoall", "osu_allgather": "allgather"}
 
 #: mechanisms a check can add, each with its source (module doc)
 MECHANISMS = {
@@ -158,6 +158,9 @@ def openmpi40_default(collective: str, p: int, size: int, *, itemsize: int = 1) 
       ``p · 1 MiB >= size``, else the ring in 1 MiB segments; else nonoverlapping (reduce + bcast).
     - alltoall: ``p == 2`` two_procs; ``size < 200`` and ``p > 12`` Bruck; ``size < 3000`` basic linear;
       else pairwise.
+    - allgather (``size`` bytes per rank): ``p == 2`` two_procs; ``p · size < 50000`` recursive doubling on
+      a power of two, else Bruck (not modelled: topocoll has no allgather Bruck); else neighbor exchange on
+      even ``p``, the ring on odd.
 
     Examples
     --------
@@ -165,10 +168,14 @@ def openmpi40_default(collective: str, p: int, size: int, *, itemsize: int = 1) 
     'ring → ring'
     >>> openmpi40_default("alltoall", 64, 128).algorithm
     'bruck'
+    >>> [openmpi40_default("allgather", 64, m).algorithm for m in (512, 1024)]
+    ['recursivedoubling', 'neighborexchange']
     """
     if collective not in COLLECTIVES.values() or p < 2:
-        raise SpecError(f"{OMPI40}: {collective} on p={p}, expected allreduce or alltoall on p >= 2")
+        raise SpecError(f"{OMPI40}: {collective} on p={p}, expected allreduce, alltoall or allgather on p >= 2")
     source = OMPI40_SOURCE.format(collective)
+    if collective == "allgather":
+        return _openmpi40_allgather(p, size, source)
     if collective == "allreduce":
         count = size // itemsize
         if size < 10000:
@@ -194,6 +201,21 @@ def openmpi40_default(collective: str, p: int, size: int, *, itemsize: int = 1) 
                              "P−1 rounds", source)
     return LibraryChoice(OMPI40, collective, p, size, True, "pairwise", None, {}, "shift", {},
                          "exact: step i sends to rank+i and receives from rank−i", source)
+
+
+def _openmpi40_allgather(p: int, size: int, source: str) -> LibraryChoice:
+    """``ompi_coll_tuned_allgather_intra_dec_fixed`` (3.x/4.0.x): ``total_dsize = dsize · scount · P``."""
+    def choice(name, schedule, fidelity):
+        return LibraryChoice(OMPI40, "allgather", p, size, True, name, None, {}, schedule, {}, fidelity, source)
+    if p == 2:
+        return choice("two_procs", "ring", "exact: two processes exchange once")
+    if size * p < 50000:
+        if p & (p - 1) == 0:
+            return choice("recursivedoubling", "recursive_doubling", "exact")
+        return choice("bruck", None, "cannot be modelled: topocoll has no allgather Bruck")
+    if p % 2:
+        return choice("ring", "ring", "exact")
+    return choice("neighborexchange", "neighbor_exchange", "exact")
 
 
 def _choice(library: str, collective: str, p: int, size: int, itemsize: int) -> LibraryChoice:
@@ -322,7 +344,7 @@ def check(profile, *, library: str = "openmpi-5.0", model: str = "loggops", netw
     kept = profile.meta.get("collectives") or []
     if not kept:
         raise SpecError(f"check: {source or 'the profile'} keeps no collective measurement, expected a profile from "
-                        "calibrate --from-osu with p=N[,ppn=K]:FILE of osu_allreduce or osu_alltoall")
+                        "calibrate --from-osu with p=N[,ppn=K]:FILE of osu_allreduce, osu_alltoall or osu_allgather")
     costs, nic = _with_mechanisms(profile, mechanisms)
     points, networks, notes = [], {}, []
     for entry in kept:
@@ -424,7 +446,7 @@ def add_check_arguments(p) -> None:
     """``--check PROFILE [--library L] [--model M] [--mechanism NAME]`` on calibrate's parser."""
     g = p.add_argument_group("checking a profile against its collectives (--check PROFILE: measures nothing)")
     g.add_argument("--check", dest="check_profile", metavar="PROFILE",
-                   help="predict the osu_allreduce / osu_alltoall tables a --from-osu profile keeps from its "
+                   help="predict the osu_allreduce / osu_alltoall / osu_allgather tables a --from-osu profile keeps from its "
                         "point-to-point costs and print measured, predicted and their ratio per size")
     g.add_argument("--library", dest="check_library", default=None, metavar="LIB",
                    help=f"with --check: whose default algorithms ({', '.join(LIBRARIES)}; default openmpi-5.0)")

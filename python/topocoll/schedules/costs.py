@@ -164,6 +164,25 @@ def _ring_allgather(p, params, count, itemsize):
     return _cost(p - 1, (p - 1) * b)
 
 
+@closed_form("allgather", "recursive_doubling",
+             "log2 P·α + ((P − 1)/P)nβ (n: the gathered vector, a multiple of P; P = 2^k)")
+def _recursive_doubling_allgather(p, params, count, itemsize):
+    # step j moves the aligned group of 2^j blocks; the largest is [0, 2^j)
+    # (the first count mod P blocks hold one element more)
+    base, extra = divmod(count, p)
+    k = floor_log2(p)
+    return _cost(k, sum((base << j) + min(1 << j, extra) for j in range(k)) * itemsize)
+
+
+@closed_form("allgather", "neighbor_exchange",
+             "(P/2)α + ((P − 1)/P)nβ (n: the gathered vector, a multiple of P; P even)")
+def _neighbor_exchange_allgather(p, params, count, itemsize):
+    # step 0 moves one block (the largest: block 0), steps 1 .. P/2 - 1 a pair
+    # each (the largest: blocks 0 and 1, received by some rank in every step)
+    base, extra = divmod(count, p)
+    return _cost(p // 2, (base + min(1, extra) + (p // 2 - 1) * (2 * base + min(2, extra))) * itemsize)
+
+
 @closed_form("allreduce", "rabenseifner",
              "P' = 2^⌊log2 P⌋, f = [P ≠ P']: (2 log2 P' + 2f)α + (2(P' − 1)/P' + 2f)nβ + ((P' − 1)/P' + f)nγ "
              "(n a multiple of P')")

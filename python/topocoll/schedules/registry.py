@@ -52,7 +52,7 @@ MAX_MODEL_MESSAGES = 1 << 24
 
 # modules holding generators and closed forms; imported by ``catalogue()``
 CATALOGUE_MODULES = (
-    "tree", "pairwise", "dissemination", "bruck", "ring", "compositing", "alltoall", "costs",
+    "tree", "pairwise", "dissemination", "bruck", "ring", "allgather", "compositing", "alltoall", "costs",
     "hierarchical", "synthesized",
 )
 

@@ -308,7 +308,15 @@ def _ompi_model(collective: str, number: int, p: int, count: int) -> tuple[str |
     if collective == "allgather":
         if number == 4 or (number == 6 and p == 2):
             return "ring", {}, "exact" if number == 4 else "exact: two processes exchange once", {}
-        return None, {}, no + "topocoll has only the ring allgather", {}
+        if number == 3 and _is_pof2(p):
+            return "recursive_doubling", {}, "exact", {}
+        if number == 5 and p % 2 == 0:
+            return "neighbor_exchange", {}, "exact", {}
+        if number == 5:
+            return "ring", {}, "exact: neighbor exchange falls back to the ring on odd P", {}
+        return None, {}, no + ("Bruck's allgather is not in topocoll" if number == 2 else
+                               "recursive doubling on P not a power of two is Bruck's in Open MPI" if number == 3
+                               else "topocoll has no linear allgather"), {}
     if collective == "bcast":
         params = {"segsize": 0}
         if number == 7:
@@ -408,8 +416,11 @@ def _mpich_model(algorithm: str, p: int) -> tuple[str | None, dict, str]:
         "MPIR_Alltoall_intra_pairwise": (("pairwise_exchange", {}, "exact: XOR exchange on P=2^k") if _is_pof2(p)
                                          else ("shift", {}, "exact: step i sends to rank+i, receives from rank−i")),
         "MPIR_Allgather_intra_ring": ("ring", {}, "exact"),
-        "MPIR_Allgather_intra_recursive_doubling": (None, {}, no + "topocoll has only the ring allgather"),
-        "MPIR_Allgather_intra_brucks": (None, {}, no + "topocoll has only the ring allgather"),
+        "MPIR_Allgather_intra_recursive_doubling": (
+            ("recursive_doubling", {}, "exact: XOR exchange of aligned groups on P=2^k") if _is_pof2(p)
+            else (None, {}, no + f"P={p} is not a power of two: MPICH's recursive doubling then forwards the "
+                  "missing blocks, topocoll's needs 2^k")),
+        "MPIR_Allgather_intra_brucks": (None, {}, no + "Bruck's allgather is not in topocoll"),
         "MPIR_Reduce_scatter_intra_pairwise": ("shift_based", {}, "exact: step i sends rank+i's block, reduces "
                                                "the one from rank−i"),
         "MPIR_Reduce_scatter_intra_recursive_halving": (

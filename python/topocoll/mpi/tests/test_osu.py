@@ -188,8 +188,8 @@ HEADER = "# Size          Latency (us)\n"
     (TITLE + HEADER + "1    -1.50\n", 3, "Latency (us) '-1.50' at size 1, expected a positive number"),
     (TITLE + HEADER + "1    nan\n", 3, "expected a positive number"),
     (TITLE + HEADER + "1x    1.5\n", 3, "size '1x', expected a whole number of bytes"),
-    ("# OSU MPI Allgather Latency Test v7.3\n# Size  Avg Latency(us)\n1  3.0\n", 1,
-     "'OSU MPI Allgather Latency Test v7.3' is not read here"),
+    ("# OSU MPI Gather Latency Test v7.3\n# Size  Avg Latency(us)\n1  3.0\n", 1,
+     "'OSU MPI Gather Latency Test v7.3' is not read here"),
     (TITLE + HEADER + "1    1.50\n" + TITLE, 4, "a second title"),
     (TITLE + HEADER + "1    1.50\n" + HEADER + "1    1.50\n", 4, "a second '# Size' header"),
     ("# OSU MPI Multiple Bandwidth / Message Rate Test v5.6.2\n# [ pairs: 2 ] [ window size: varied ]\n", 2,
@@ -299,3 +299,17 @@ def test_flat_latency_curve_is_one_line(tmp_path):
     with pytest.raises(SpecError, match=rf"{path}: 1 µs at 4 B is not slower than 2 µs at 1 B, expected "
                                         "osu_latency times that grow"):
         profile_from_osu([f"inter:{path}"])
+
+
+def test_osu_allgather_is_read_as_a_kept_collective(tmp_path):
+    """OMB 5.6's osu_allgather layout (a blank first line, the title, Avg Latency(us)): a collective table in
+    seconds, kept with its p and ppn (sizes are bytes per rank, as osu_allgather's -m sizes)."""
+    text = "\n# OSU MPI Allgather Latency Test v5.6.2\n# Size       Avg Latency(us)\n1      5.31\n1024     78.37\n"
+    t = parse_osu(text, path="ag.txt")
+    assert (t.benchmark, t.sizes.tolist()) == ("allgather", [1, 1024])
+    assert t.values.tolist() == pytest.approx([5.31e-6, 78.37e-6])
+    (tmp_path / "ag.txt").write_text(text)
+    prof = profile_from_osu([f"inter:{DATA / 'synthetic-inter-latency-v5.6.txt'}",
+                             f"p=64,ppn=32:{tmp_path / 'ag.txt'}"]).profile
+    kept = prof.meta["collectives"][0]
+    assert (kept["benchmark"], kept["p"], kept["ppn"], len(kept["points"])) == ("osu_allgather", 64, 32, 2)

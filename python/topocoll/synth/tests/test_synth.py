@@ -295,7 +295,9 @@ def test_compare_left_out_without_a_file_and_ranked_with_synthesize(capsys):
                  "1M", "--synthesize", "--synth-budget", "0"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
-    assert [r[1] for r in rows] == ["synthesized", "ring"], out      # 4 links beat the ring's one
+    names = [r[1] for r in rows]
+    assert names[0] == "synthesized", out      # 4 links beat the ring's one (and Open MPI's others)
+    assert sorted(names) == ["neighbor_exchange", "recursive_doubling", "ring", "synthesized"], out
 
 
 def test_cli_synthesizes_saves_and_simulate_checks_the_network(tmp_path, capsys):
