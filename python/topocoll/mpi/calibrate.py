@@ -1023,8 +1023,7 @@ def _add_arguments(p) -> None:
     p.add_argument("--local", metavar="PROFILE",
                    help="with --from-osu: a profile from `topocoll calibrate` on a compute node, whose γ, copy "
                         "and over throughputs are kept (OSU output has none)")
-    g = p.add_argument_group("the network of a profile (--spec PROFILE prints it; with --from-osu it is written "
-                             "into the profile, meta.network)")
+    g = p.add_argument_group("the network of a profile (--spec prints it; --from-osu stores it)")
     g.add_argument("--spec", dest="spec_profile", metavar="PROFILE",
                    help="print the SPEC+ppn=K network to give --topology beside --profile PROFILE: links at the "
                         "NIC's bandwidth with no latency of their own, the node's lat and bw from the intra-node "
