@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from .errors import SpecError
 
-__all__ = ["bounded_int", "finite_float", "parse_params", "parse_size", "parse_sizes", "parse_value", "positive_int",
+__all__ = ["add_platform_arguments", "bounded_int", "finite_float", "parse_params", "parse_size", "parse_sizes", "parse_value", "positive_int",
            "seed", "writable_file"]
 
 #: seeds are 64-bit
@@ -186,6 +186,14 @@ def add_ppn_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ppn", type=bounded_int(1, MAX_PPN, what="ranks per host"), default=None, metavar="N",
                    help="ranks per host of --topology (SPEC+ppn=N; dist=, lat=, bw=, mem= go in the spec: "
                         "docs/topology.md)")
+
+
+def add_platform_arguments(p: argparse.ArgumentParser, *, alpha: str, bandwidth: str, reduce: str) -> None:
+    """``--alpha``, ``--bandwidth``, ``--reduce-bandwidth``: the platform's three numbers, typed and bounded
+    alike on every verb; each verb says in ``alpha``, ``bandwidth``, ``reduce`` what they mean to it."""
+    p.add_argument("--alpha", type=finite_float(unit="s"), default=None, help=alpha)
+    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None, help=bandwidth)
+    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None, help=reduce)
 
 
 def apply_ppn(args: argparse.Namespace) -> None:

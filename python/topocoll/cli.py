@@ -20,7 +20,7 @@ import argparse
 import importlib
 import sys
 
-from .argtypes import add_ppn_argument, apply_ppn, bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
+from .argtypes import add_platform_arguments, add_ppn_argument, apply_ppn, bounded_int, finite_float, parse_params, parse_sizes, parse_value, positive_int, seed
 from .entry import DESCRIPTION, EXTENSIONS, VERBS, top_help
 from .errors import SpecError, TopocollError, VerificationError
 from .text import human_bytes as _bytes
@@ -607,12 +607,9 @@ def _compare_arguments(p) -> None:
                    help="message sizes in bytes, MPI's convention: per destination for alltoall, per rank "
                         "for allgather, the whole vector otherwise (default 8,64K,4M)")
     p.add_argument("--op", default="sum", help="operator the algorithms must be correct for (default sum)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
-                   help="software overhead per message in s (default 1e-6, or --profile's)")
-    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="link bandwidth in B/s of the α-β-γ model (default 2e9); not with --topology")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="reduction throughput in B/s (default 4e9, or --profile's)")
+    add_platform_arguments(p, alpha="software overhead per message in s (default 1e-6, or --profile's)",
+                           bandwidth="link bandwidth in B/s of the α-β-γ model (default 2e9); not with --topology",
+                           reduce="reduction throughput in B/s (default 4e9, or --profile's)")
     p.add_argument("--topology", metavar="SPEC",
                    help="rank on this network with static routing and link contention instead of the "
                         "α-β-γ model (e.g. kary:12,2, torus:8x8x8, ibnet:FILE; see `topocoll topo`)")

@@ -648,11 +648,7 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
         files.append(dict(path=spec.path, benchmark=f"osu_{table.benchmark}", title=table.title,
                           level=spec.level, p=spec.p, ppn=spec.ppn, rows=len(table.sizes)))
         if table.benchmark in POINT_TO_POINT:
-            key = (spec.level, table.benchmark)
-            if key in tables:
-                raise SpecError(f"--from-osu: two osu_{table.benchmark} files for level {spec.level} "
-                                f"({tables[key].path}, {spec.path}), expected at most one")
-            tables[key] = table
+            _keep_table(tables, spec.level, table)
         else:
             collectives.append(dict(benchmark=f"osu_{table.benchmark}", path=spec.path, p=spec.p, ppn=spec.ppn,
                                     points=table.points()))
@@ -714,6 +710,16 @@ def profile_from_osu(specs, *, local: MachineProfile | None = None, local_path: 
     return OsuCalibration(profile, lines, warnings)
 
 
+def _keep_table(tables: dict, level: str, table: OsuTable) -> None:
+    """``tables[(level, benchmark)] = table``, refusing a second table of one benchmark at one level (an OSU
+    file or an IMB block: ``table.path`` names which)."""
+    key = (level, table.benchmark)
+    if key in tables:
+        raise SpecError(f"--from-osu: two osu_{table.benchmark} files for level {level} ({tables[key].path}, "
+                        f"{table.path}), expected at most one")
+    tables[key] = table
+
+
 def _is_imb_file(path) -> bool:
     """Whether ``path`` starts like IMB-MPI1 output (unreadable files go on to :func:`read_osu`, which
     says why in one line)."""
@@ -741,11 +747,7 @@ def _add_imb(spec: OsuSpec, tables: dict, files: list, warnings: list) -> None:
         raise SpecError(f"--from-osu {spec.path}: no PingPong, Uniband or Biband block of this file has its pairs "
                         f"{spec.level}-node with ppn={spec.ppn} (block placement), expected at least one")
     for kind, table in made.items():
-        key = (spec.level, kind)
-        if key in tables:
-            raise SpecError(f"--from-osu: two osu_{kind} tables for level {spec.level} ({tables[key].path}, "
-                            f"{table.path}), expected at most one")
-        tables[key] = table
+        _keep_table(tables, spec.level, table)
         files.append(dict(path=table.path, benchmark=f"osu_{kind}", title=table.title, level=spec.level, p=None,
                           ppn=spec.ppn, rows=len(table.sizes)))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
+from ..argtypes import add_platform_arguments, add_ppn_argument, bounded_int, finite_float, parse_params, parse_sizes, positive_int, seed
 from ..errors import SpecError
 from ..outputs import (add_json_argument, check_output, check_outputs, input_files, json_output, write_json,
                        write_text)
@@ -401,12 +401,9 @@ def add_simulate_parser(sub) -> None:
     p.add_argument("--order-seed", type=seed, default=0, help="seed of a random node order (default 0)")
     p.add_argument("--rail", default=None, metavar="first|round-robin|N",
                    help="multi-rail hosts in hostfile:/slurm: orders (as `topocoll topo --rail`)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
-                   help="sender overhead o per message in s (default 1e-6, or the profile's o_s)")
-    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="link bandwidth without --topology, B/s (default 2e9, or the profile's 1/G)")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="reduction throughput, B/s (default 4e9, or the profile's)")
+    add_platform_arguments(p, alpha="sender overhead o per message in s (default 1e-6, or the profile's o_s)",
+                           bandwidth="link bandwidth without --topology, B/s (default 2e9, or the profile's 1/G)",
+                           reduce="reduction throughput, B/s (default 4e9, or the profile's)")
     add_engine_arguments(p)
     p.add_argument("--noise", type=finite_float(unit=""), default=None, metavar="RATIO",
                    help="network noise: perturbation ratio in [0, 1) (background endpoints = RATIO/(1-RATIO) "

@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..argtypes import add_ppn_argument, bounded_int, finite_float, parse_size, seed
+from ..argtypes import add_platform_arguments, add_ppn_argument, bounded_int, finite_float, parse_size, seed
 from .. import outputs
 from ..errors import SpecError
 
@@ -367,12 +367,9 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--preset", choices=tuple(PRESETS), default=None,
                    help="validated protocol defaults of the event-driven models (topocoll.sim.presets): smpi or mpi; "
                         "default none (the engine's defaults)")
-    p.add_argument("--alpha", type=finite_float(unit="s"), default=None,
-                   help="s per message (default 1e-6, or --profile's)")
-    p.add_argument("--bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="link bandwidth of the α-β-γ model in B/s (default 2e9, or --profile's)")
-    p.add_argument("--reduce-bandwidth", type=finite_float(strict=True, unit="B/s"), default=None,
-                   help="bytes reduced per second (default 4e9, or --profile's)")
+    add_platform_arguments(p, alpha="s per message (default 1e-6, or --profile's)",
+                           bandwidth="link bandwidth of the α-β-γ model in B/s (default 2e9, or --profile's)",
+                           reduce="bytes reduced per second (default 4e9, or --profile's)")
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `topocoll calibrate` (or --from-osu): its α, bandwidth, γ and, for "
                         "the event models, LogGP costs become the defaults; on SPEC+ppn=N its intra-node level "
