@@ -23,9 +23,9 @@ from topocoll.verify.testing import assert_views_equal
 POWERS_OF_TWO = [1 << k for k in range(9)]             # 1 .. 256
 
 
-def sends(sched, rank):
-    """``(round, peer, blocks)`` of every send of ``rank``."""
-    return [(op.round, op.peer, list(op.blocks)) for op in sched.ops_for(rank) if op.kind == "send"]
+def sends(sched, rank, kind="send"):
+    """``(round, peer, blocks)`` of every send (or, with ``kind="recv"``, receive) of ``rank``."""
+    return [(op.round, op.peer, list(op.blocks)) for op in sched.ops_for(rank) if op.kind == kind]
 
 
 def sent_bytes_per_rank(sched):
@@ -169,9 +169,7 @@ def test_neighbor_exchange_p4_by_hand():
         [(0, 3, [2]), (1, 1, [2, 3])],
         [(0, 2, [3]), (1, 0, [2, 3])],
     ]
-    recvs = [[(op.round, op.peer, list(op.blocks)) for op in sched.ops_for(r) if op.kind == "recv"]
-             for r in range(4)]
-    assert recvs == [
+    assert [sends(sched, r, "recv") for r in range(4)] == [
         [(0, 1, [1]), (1, 3, [2, 3])],
         [(0, 0, [0]), (1, 2, [2, 3])],
         [(0, 3, [3]), (1, 1, [0, 1])],
