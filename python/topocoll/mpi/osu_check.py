@@ -40,7 +40,7 @@ from ..schedules.sizes import from_bytes
 from ..sim.engine import EngineConfig, simulate
 from ..sim.model import make_network
 from ..sim.presets import apply_preset
-from ..sim.profile import MachineProfile, load_profile, spec_value
+from ..sim.profile import MachineProfile, load_profile
 from ..tune.libdefaults import LIBRARIES as EMULATED, LibraryChoice, check_library, library_default
 
 __all__ = ["OsuCheck", "CheckPoint", "check", "default_network", "format_check", "MODELS", "MECHANISMS",
